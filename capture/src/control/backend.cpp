@@ -1,0 +1,1 @@
+#include "ptadvise/capture.h"

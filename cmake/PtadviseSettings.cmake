@@ -1,0 +1,15 @@
+# Warnings and sanitizer flags for the project's own targets only (linked PRIVATE).
+add_library(ptadvise_settings INTERFACE)
+target_compile_options(ptadvise_settings INTERFACE
+  -Wall -Wextra -Wpedantic -Wshadow -Wnon-virtual-dtor -Wold-style-cast -Wcast-align
+  -Wunused -Woverloaded-virtual -Wimplicit-fallthrough
+  $<$<BOOL:${PTADVISE_WERROR}>:-Werror>)
+if(PTADVISE_SANITIZE)
+  set(_san -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer)
+  target_compile_options(ptadvise_settings INTERFACE ${_san})
+  target_link_options(ptadvise_settings INTERFACE ${_san})
+endif()
+if(PTADVISE_FUZZ)
+  target_compile_options(ptadvise_settings INTERFACE -fsanitize=fuzzer-no-link,address,undefined)
+  target_link_options(ptadvise_settings INTERFACE -fsanitize=address,undefined)
+endif()

@@ -1,0 +1,89 @@
+// What a rule reports, and the static description of a rule. Produced by rules/, ranked, filtered and
+// printed by advisor/. Printers read only these structs, never the timeline.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "ptadvise/analysis.h"
+
+namespace ptadvise {
+
+enum class Severity { Info, Warning, Error };
+std::string_view to_string(Severity severity);          // "info", "warning", "error"
+std::optional<Severity> parse_severity(std::string_view text);
+
+struct RuleDocs {
+  std::string what;     // What it does
+  std::string why;      // Why it is slow
+  std::string example;  // Example (code that triggers it)
+  std::string fix;      // Fix (code that does not)
+};
+
+struct RuleInfo {
+  std::string id;    // PTA101
+  std::string name;  // item-sync-in-step
+  std::string summary;  // one line
+  Severity severity = Severity::Warning;
+  std::vector<std::string> tags;
+  std::string fix;  // one-line fix shown with each finding
+  RuleDocs docs;
+  std::string file;  // the YAML file it came from
+};
+
+// One example occurrence, enough to find it in Perfetto.
+struct Evidence {
+  uint32_t step = kNone;  // step index, kNone when outside steps
+  int64_t step_number = -1;
+  int64_t ts_ns = 0;      // relative to the trace origin
+  int64_t abs_ts_us = 0;  // as written in the trace (µs), to search in a viewer
+  int64_t dur_ns = 0;
+  std::string event;      // event name
+  std::string track;      // "pid 123 tid 456" or "GPU 0 stream 7"
+};
+
+// What identifies "the same thing" across steps and recordings (used for fingerprints).
+struct Site {
+  std::string op;      // responsible CPU op (e.g. aten::_local_scalar_dense)
+  std::string kernel;  // GPU op name when relevant
+  std::vector<std::string> op_chain;  // outermost -> innermost
+  std::optional<SourceLocation> source;
+  std::string detail;  // e.g. "Memcpy HtoD (Pageable -> Device), 4 KiB"
+};
+
+enum class Confidence { Low, Medium, High };
+std::string_view to_string(Confidence confidence);
+
+struct Finding {
+  std::string rule_id;
+  std::string rule_name;
+  Severity severity = Severity::Warning;
+  std::vector<std::string> tags;
+  Site site;
+  std::string message;
+  std::string fix;
+  std::vector<Evidence> evidence;  // up to three
+
+  // Measured, per step.
+  double count_per_step = 0;
+  double time_ms_per_step = 0;
+  double steps_present_pct = 0;
+
+  // Estimated saving: what removing the cause would give back per step.
+  double saving_ms_per_step = 0;
+  double saving_pct = 0;  // of the median step time
+  std::string saving_method;  // how the estimate was made, phrased for the user
+  Confidence confidence = Confidence::Medium;
+
+  // Where it came from.
+  std::string trace_path;
+  std::optional<int> trace_rank;
+
+  // Filled by the advisor.
+  int rank = 0;
+  std::string fingerprint;
+};
+
+}  // namespace ptadvise

@@ -1,0 +1,105 @@
+// Whole-trace analyses on a loaded Timeline: steps, GPU busy/idle, and the idle-time ledger that
+// attributes every GPU idle gap inside steps to one host-side cause. Rules and the summary read this.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "ptadvise/timeline.h"
+
+namespace ptadvise {
+
+enum class StepSource { ProfilerStep, Inferred, WholeWindow };
+std::string_view to_string(StepSource source);  // "ProfilerStep", "inferred", "whole-window"
+
+struct Step {
+  int64_t number = 0;         // N of ProfilerStep#N, else 0-based index
+  int64_t start_ns = 0;       // CPU extent (marker or inferred period)
+  int64_t end_ns = 0;
+  int64_t gpu_start_ns = -1;  // first..last GPU op launched inside the step (-1 when none)
+  int64_t gpu_end_ns = -1;
+  EventIndex marker = kNone;  // the ProfilerStep#N event, when there is one
+  int64_t span_start() const;  // min(start, gpu_start)
+  int64_t span_end() const;    // max(end, gpu_end)
+  int64_t duration_ns() const { return span_end() - span_start(); }
+};
+
+struct Interval {
+  int64_t start_ns = 0;
+  int64_t end_ns = 0;
+};
+
+enum class IdleCause { Sync, DataLoader, LaunchBound, CpuWork, Untraced };
+std::string_view to_string(IdleCause cause);  // "sync", "data-loader", "launch-bound", "cpu-work", "untraced"
+
+// One GPU idle gap inside a step, charged once to its cause. `culprit` is the host event responsible
+// (the sync call's enclosing CPU op, the DataLoader __next__ annotation, the CPU op running, ...).
+struct IdleGap {
+  int32_t device = -1;
+  uint32_t step = kNone;  // index into Analysis::steps
+  int64_t start_ns = 0;
+  int64_t end_ns = 0;
+  IdleCause cause = IdleCause::Untraced;
+  EventIndex culprit = kNone;
+  int64_t duration_ns() const { return end_ns - start_ns; }
+};
+
+struct SourceLocation {
+  std::string file;
+  int line = 0;
+  std::string function;
+};
+
+struct Analysis {
+  const Timeline* timeline = nullptr;
+  StepSource step_source = StepSource::WholeWindow;
+  std::string step_note;  // how steps were found, phrased for the user
+  std::vector<Step> steps;
+  std::vector<int32_t> devices;                 // GPU devices that have activity, sorted
+  std::vector<std::vector<Interval>> busy;      // per entry of `devices`: merged kernel/memcpy/memset time
+  std::vector<IdleGap> idle;                    // the ledger, sorted by (device, start)
+  std::vector<uint32_t> event_step;             // per event: index into steps, or kNone
+
+  uint32_t step_of(EventIndex i) const { return event_step[i]; }
+  // Innermost enclosing CPU op (skipping runtime/annotation layers) of a GPU op or runtime call.
+  EventIndex cpu_op_of(EventIndex i) const;
+  // Enclosing chain from outermost to innermost CPU op/annotation names, for display.
+  std::vector<EventIndex> op_chain(EventIndex i) const;
+  // First user frame (not torch, site-packages or the standard library) from the python_function
+  // tree or the `Call stack` arg; nullopt when the trace has no stacks.
+  std::optional<SourceLocation> user_source(EventIndex i) const;
+  // Idle time of the ledger charged to `cause` (all devices, all steps), in ns.
+  int64_t idle_ns(IdleCause cause) const;
+  double median_step_ns() const;
+};
+
+Analysis analyze(const Timeline& timeline);
+
+// Figures of `ptadvise summary`; computed here, printed by the advisor's printers.
+struct KernelStat {
+  std::string name;
+  int64_t count = 0;
+  int64_t total_ns = 0;
+};
+struct Summary {
+  std::string path;
+  std::vector<DeviceInfo> devices;  // devices with activity (from deviceProperties when present)
+  std::optional<int> rank;
+  size_t step_count = 0;
+  StepSource step_source = StepSource::WholeWindow;
+  std::string step_note;
+  double median_step_ms = 0;
+  double p90_step_ms = 0;
+  double gpu_busy_pct = 0;  // union of kernel/memcpy/memset (all devices) over first step start..last step end
+  // Breakdown of GPU time within the step span, in ms (per device, summed over devices).
+  double compute_ms = 0, communication_ms = 0, memcpy_ms = 0, memset_ms = 0, idle_ms = 0;
+  double kernels_per_step = 0;
+  double tiny_kernel_pct = 0;  // kernels shorter than 10 us, % of kernel count
+  std::vector<KernelStat> top_kernels;  // by total time
+  std::vector<KernelStat> top_cpu_ops;  // by total (inclusive) time
+  LoadStats load;
+};
+Summary summarize(const Analysis& analysis, size_t top_n = 10);
+
+}  // namespace ptadvise

@@ -1,0 +1,34 @@
+// Loading traces: one file (.json or .json.gz) or a directory of per-rank traces.
+#pragma once
+
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "ptadvise/timeline.h"
+
+namespace ptadvise {
+
+// A fatal input problem: the caller prints `message` (one line, names file and position) and exits 2.
+struct LoadError {
+  std::string message;
+};
+
+struct LoadOptions {
+  bool link = true;  // run the link pass (parents, launches) after parsing
+};
+
+// Loads one trace file. Recoverable problems (truncation, malformed events) land in Timeline::stats.
+std::variant<Timeline, LoadError> load_trace_file(const std::string& path, const LoadOptions& options = {});
+
+// Loads from bytes already in memory (tests, fuzzing). `label` names the source in messages.
+std::variant<Timeline, LoadError> load_trace_bytes(std::string_view bytes, const std::string& label,
+                                                   const LoadOptions& options = {});
+
+// A path may be a file or a directory of per-rank traces (*.json, *.json.gz). Ranks are taken from
+// distributedInfo.rank, else from the file name (rank-N / rank_N / rankN), else from file order;
+// the result is sorted by rank.
+std::variant<std::vector<Timeline>, LoadError> load_traces(const std::vector<std::string>& paths,
+                                                           const LoadOptions& options = {});
+
+}  // namespace ptadvise

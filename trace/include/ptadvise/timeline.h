@@ -1,0 +1,148 @@
+// The in-memory timeline of one trace (one process / rank): columnar events with interned strings.
+// Built by load_trace() (loader.h); read by analyses, rules and the summary. Knows nothing of rules.
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+namespace ptadvise {
+
+using StringId = uint32_t;
+using EventIndex = uint32_t;
+inline constexpr uint32_t kNone = 0xFFFFFFFFu;
+
+// One pool per timeline; ids are dense and stable, id 0 is the empty string.
+class StringPool {
+ public:
+  StringPool();
+  StringId intern(std::string_view text);
+  StringId find(std::string_view text) const;  // kNone when absent; never inserts
+  std::string_view view(StringId id) const { return views_[id]; }
+  size_t size() const { return views_.size(); }
+
+ private:
+  std::deque<std::string> storage_;  // deque: stable addresses for the views below
+  std::vector<std::string_view> views_;
+  std::unordered_map<std::string_view, StringId> ids_;
+};
+
+enum class EventKind : uint8_t {
+  CpuOp,           // cpu_op, Operator, legacy events without a category
+  UserAnnotation,  // user_annotation: ProfilerStep#N, record_function, NVTX ranges
+  PythonFunction,  // python_function
+  Runtime,         // cuda_runtime, Runtime (ROCm writes its runtime calls here too)
+  Driver,          // cuda_driver
+  Kernel,          // kernel, Kernel
+  Memcpy,          // gpu_memcpy, Memcpy
+  Memset,          // gpu_memset, Memset
+  Sync,            // cuda_sync: Stream/Event/Context Sync, Stream Wait Event (never GPU busy time)
+  GpuAnnotation,   // gpu_user_annotation (GPU-side mirror of annotations)
+  Collective,      // collective_comm (CPU side record of a collective)
+  MemoryInstant,   // [memory] instant events with allocator totals
+  Instant,         // other instant events (phase "i"/"I")
+  Other,           // any other category, kept for completeness
+};
+std::string_view to_string(EventKind kind);
+inline bool is_gpu_activity(EventKind k) {
+  return k == EventKind::Kernel || k == EventKind::Memcpy || k == EventKind::Memset;
+}
+inline bool is_gpu_side(EventKind k) {
+  return is_gpu_activity(k) || k == EventKind::Sync || k == EventKind::GpuAnnotation;
+}
+
+enum class TrackKind : uint8_t { Cpu, Gpu };
+
+// A CPU thread (pid, tid) or a GPU stream (device, stream). pid/tid may be strings in real traces.
+struct Track {
+  TrackKind kind = TrackKind::Cpu;
+  StringId pid_text = 0;  // pid and tid as written ("7", "CPU functions", "Spans")
+  StringId tid_text = 0;
+  int64_t pid = -1;  // numeric value when the text is an integer, else -1
+  int64_t tid = -1;
+  int32_t device = -1;  // GPU tracks: device index
+  int64_t stream = -1;  // GPU tracks: stream id
+  StringId name = 0;    // from thread_name / process_name metadata when present
+};
+
+// Structure of arrays; index i across all vectors is event i. Only events with a duration or an instant
+// meaning are stored (X, i/I); metadata (M) fills tracks, flows (s/f) fill `flow_correlation`.
+struct Events {
+  std::vector<int64_t> ts_ns;   // relative to Timeline::origin_ns
+  std::vector<int64_t> dur_ns;  // >= 0 (negatives clamped at load)
+  std::vector<EventKind> kind;
+  std::vector<StringId> name;
+  std::vector<StringId> category;  // the raw `cat` text, empty when absent
+  std::vector<uint32_t> track;
+  std::vector<int64_t> correlation;  // -1 when absent
+  std::vector<int64_t> external_id;  // -1 when absent
+  std::vector<uint64_t> args_offset;  // raw `args` JSON text inside Timeline::buffer; length 0 = no args
+  std::vector<uint32_t> args_length;
+
+  // Filled by the link pass at the end of loading (see links below).
+  std::vector<EventIndex> parent;  // innermost enclosing event on the same CPU track (kNone at top level)
+  std::vector<EventIndex> launch;  // GPU op -> launching runtime/driver call; runtime call -> first GPU op
+
+  size_t size() const { return ts_ns.size(); }
+  int64_t end_ns(EventIndex i) const { return ts_ns[i] + dur_ns[i]; }
+};
+
+struct DeviceInfo {
+  int32_t id = -1;
+  std::string name;  // may be empty (ROCm)
+  int compute_major = -1;
+  int compute_minor = -1;
+  int64_t total_global_mem = 0;  // bytes, 0 when unknown
+  int num_sms = 0;
+};
+
+// Counted, never fatal: what the loader had to skip or repair.
+struct LoadStats {
+  uint64_t bytes = 0;               // uncompressed JSON bytes
+  uint64_t events_seen = 0;         // entries of traceEvents
+  uint64_t malformed_events = 0;    // skipped: not an object, missing/ill-typed ph/ts/name, ...
+  uint64_t negative_durations = 0;  // clamped to 0
+  uint64_t unknown_phases = 0;      // phases we do not use (C counters, b/e async, ...)
+  uint64_t truncated_bytes = 0;     // bytes after the last complete event of a cut file
+  uint64_t recovered_errors = 0;    // JSON syntax errors skipped by resynchronising at the next event
+  std::vector<std::string> warnings;  // one line each, already phrased for the user
+};
+
+struct Timeline {
+  std::string path;  // file it came from
+  std::string format;  // "kineto", "kineto-array" (2020 bare array), "legacy" (pre-Kineto export)
+  // Owns the JSON bytes; args views point into it. Type-erased so users need not include simdjson.
+  std::shared_ptr<const void> buffer_owner;
+  const char* buffer = nullptr;
+  size_t buffer_size = 0;
+
+  StringPool strings;
+  Events events;
+  std::vector<Track> tracks;
+  std::vector<DeviceInfo> devices;
+  std::optional<int> rank;  // distributedInfo.rank, else from the file name
+  int world_size = 1;
+  int64_t origin_ns = 0;  // absolute epoch ns of ts_ns == 0
+  std::vector<std::vector<EventIndex>> track_events;  // per track, sorted by (ts asc, dur desc)
+  std::vector<int64_t> flow_correlation;  // ac2g / async_cpu_to_gpu flow ids seen (diagnostics)
+  LoadStats stats;
+
+  std::string_view name(EventIndex i) const { return strings.view(events.name[i]); }
+  std::string_view args_json(EventIndex i) const {
+    return {buffer + events.args_offset[i], events.args_length[i]};
+  }
+  const DeviceInfo* device(int32_t id) const;
+
+  // Lazily parsed args. Numbers written as strings are accepted where numbers are asked for and
+  // the reverse; nested values come back as their raw JSON text from arg_string.
+  std::optional<int64_t> arg_int(EventIndex i, std::string_view key) const;
+  std::optional<double> arg_double(EventIndex i, std::string_view key) const;
+  std::optional<std::string> arg_string(EventIndex i, std::string_view key) const;
+};
+
+}  // namespace ptadvise
