@@ -1,0 +1,13 @@
+// Internal to trace/: the link pass run at the end of loading.
+#pragma once
+
+#include "ptadvise/timeline.h"
+
+namespace ptadvise::detail {
+
+// Fills Timeline::track_events (per track, sorted by ts asc, dur desc), Events::parent (innermost
+// enclosing event on the same CPU track, tolerating ±1 µs rounding) and Events::launch (GPU op <->
+// runtime/driver call by correlation id). Linear in events after the per-track sort.
+void link_timeline(Timeline& timeline);
+
+}  // namespace ptadvise::detail
