@@ -1,0 +1,260 @@
+// simdjson_walk: a bare simdjson On-Demand pass over a Kineto trace, the practical speed limit for any loader
+// of the same bytes. It loads the file into one padded buffer (as ptadvise does), walks `traceEvents` (object
+// form) or the top-level array (2020 form) and visits every event's fields exactly once: scalars are decoded
+// (strings unescaped, numbers parsed), so the work cannot be skipped. It builds nothing and keeps nothing.
+//
+//   simdjson_walk [--depth 1|2|all] TRACE.json
+//
+// --depth 1   event fields decoded; `args` and other nested values skipped as raw JSON
+// --depth 2   (default) also every field of `args`, decoding its scalars; deeper values skipped as raw JSON
+//             (what a loader needs: ids such as correlation and External id live in args)
+// --depth all every value of the document decoded
+//
+// Prints one line: events, bytes, a checksum of what was decoded, and the load/parse split in seconds.
+// Exit code 2 with "simdjson_walk: FILE: byte N: message" on unreadable or invalid JSON.
+#include <simdjson.h>
+
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <string>
+#include <string_view>
+#include <utility>
+
+namespace {
+
+namespace od = simdjson::ondemand;
+
+enum class Depth { EventFields, ArgsFields, Everything };
+
+struct Totals {
+  uint64_t events = 0;
+  uint64_t non_object_events = 0;
+  uint64_t checksum = 0;  // folds in what was decoded, so no visit can be optimised away
+};
+
+// The first error wins; the walk stops at it.
+struct Walk {
+  Depth depth = Depth::ArgsFields;
+  Totals totals;
+  simdjson::error_code error = simdjson::SUCCESS;
+  const char* error_at = nullptr;
+
+  bool fail(simdjson::error_code code, od::document& doc) {
+    if (error == simdjson::SUCCESS) {
+      error = code;
+      const char* location = nullptr;
+      if (doc.current_location().get(location) == simdjson::SUCCESS) error_at = location;
+    }
+    return false;
+  }
+
+  bool visit_scalar(od::value& value, od::json_type type, od::document& doc) {
+    switch (type) {
+      case od::json_type::string: {
+        std::string_view text;
+        if (auto code = value.get_string().get(text)) return fail(code, doc);
+        totals.checksum += text.size();
+        return true;
+      }
+      case od::json_type::number: {
+        od::number number;
+        if (auto code = value.get_number().get(number)) return fail(code, doc);
+        if (number.is_int64()) {
+          totals.checksum += static_cast<uint64_t>(number.get_int64());
+        } else if (number.is_uint64()) {
+          totals.checksum += number.get_uint64();
+        } else {
+          totals.checksum += static_cast<uint64_t>(static_cast<int64_t>(number.get_double()));
+        }
+        return true;
+      }
+      case od::json_type::boolean: {
+        bool flag = false;
+        if (auto code = value.get_bool().get(flag)) return fail(code, doc);
+        totals.checksum += flag ? 1 : 0;
+        return true;
+      }
+      case od::json_type::null: {
+        bool is_null = false;
+        if (auto code = value.is_null().get(is_null)) return fail(code, doc);
+        return true;
+      }
+      default:
+        return true;
+    }
+  }
+
+  // Skipping a container still has to find its end: raw_json() does exactly that.
+  bool skip_container(od::value& value, od::json_type type, od::document& doc) {
+    std::string_view raw;
+    if (type == od::json_type::object) {
+      od::object object;
+      if (auto code = value.get_object().get(object)) return fail(code, doc);
+      if (auto code = object.raw_json().get(raw)) return fail(code, doc);
+    } else {
+      od::array array;
+      if (auto code = value.get_array().get(array)) return fail(code, doc);
+      if (auto code = array.raw_json().get(raw)) return fail(code, doc);
+    }
+    totals.checksum += raw.size();
+    return true;
+  }
+
+  // levels: how many container levels below this value are still decoded (-1: all of them).
+  bool visit_value(od::value value, int levels, od::document& doc) {
+    od::json_type type;
+    if (auto code = value.type().get(type)) return fail(code, doc);
+    if (type != od::json_type::object && type != od::json_type::array) return visit_scalar(value, type, doc);
+    if (levels == 0) return skip_container(value, type, doc);
+    const int next = levels < 0 ? -1 : levels - 1;
+    if (type == od::json_type::object) {
+      od::object object;
+      if (auto code = value.get_object().get(object)) return fail(code, doc);
+      for (auto field_result : object) {
+        od::field field;
+        if (auto code = std::move(field_result).get(field)) return fail(code, doc);
+        std::string_view key;
+        if (auto code = field.unescaped_key().get(key)) return fail(code, doc);
+        totals.checksum += key.size();
+        if (!visit_value(field.value(), next, doc)) return false;
+      }
+      return true;
+    }
+    od::array array;
+    if (auto code = value.get_array().get(array)) return fail(code, doc);
+    for (auto element_result : array) {
+      od::value element;
+      if (auto code = std::move(element_result).get(element)) return fail(code, doc);
+      if (!visit_value(element, next, doc)) return false;
+    }
+    return true;
+  }
+
+  bool visit_event(od::value value, od::document& doc) {
+    od::json_type type;
+    if (auto code = value.type().get(type)) return fail(code, doc);
+    if (type != od::json_type::object) {
+      ++totals.non_object_events;
+      return visit_value(value, 0, doc);
+    }
+    od::object event;
+    if (auto code = value.get_object().get(event)) return fail(code, doc);
+    ++totals.events;
+    for (auto field_result : event) {
+      od::field field;
+      if (auto code = std::move(field_result).get(field)) return fail(code, doc);
+      std::string_view key;
+      if (auto code = field.unescaped_key().get(key)) return fail(code, doc);
+      totals.checksum += key.size();
+      // args holds the ids a loader needs; other nested event values are rare and skipped like args at depth 1.
+      int levels = 0;
+      if (depth == Depth::Everything) {
+        levels = -1;
+      } else if (depth == Depth::ArgsFields && key == "args") {
+        levels = 1;
+      }
+      if (!visit_value(field.value(), levels, doc)) return false;
+    }
+    return true;
+  }
+
+  bool visit_events(od::array events, od::document& doc) {
+    for (auto element_result : events) {
+      od::value element;
+      if (auto code = std::move(element_result).get(element)) return fail(code, doc);
+      if (!visit_event(element, doc)) return false;
+    }
+    return true;
+  }
+
+  bool visit_document(od::document& doc) {
+    od::json_type type;
+    if (auto code = doc.type().get(type)) return fail(code, doc);
+    if (type == od::json_type::array) {
+      od::array events;
+      if (auto code = doc.get_array().get(events)) return fail(code, doc);
+      return visit_events(events, doc);
+    }
+    od::object root;
+    if (auto code = doc.get_object().get(root)) return fail(code, doc);
+    for (auto field_result : root) {
+      od::field field;
+      if (auto code = std::move(field_result).get(field)) return fail(code, doc);
+      std::string_view key;
+      if (auto code = field.unescaped_key().get(key)) return fail(code, doc);
+      if (key == "traceEvents") {
+        od::array events;
+        if (auto code = field.value().get_array().get(events)) return fail(code, doc);
+        if (!visit_events(events, doc)) return false;
+      } else if (!visit_value(field.value(), depth == Depth::Everything ? -1 : 0, doc)) {
+        return false;
+      }
+    }
+    return true;
+  }
+};
+
+int usage() {
+  std::fprintf(stderr, "usage: simdjson_walk [--depth 1|2|all] TRACE.json\n");
+  return 2;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Depth depth = Depth::ArgsFields;
+  const char* path = nullptr;
+  for (int i = 1; i < argc; ++i) {
+    const std::string_view arg = argv[i];
+    if (arg == "--depth" && i + 1 < argc) {
+      const std::string_view level = argv[++i];
+      if (level == "1") {
+        depth = Depth::EventFields;
+      } else if (level == "2") {
+        depth = Depth::ArgsFields;
+      } else if (level == "all") {
+        depth = Depth::Everything;
+      } else {
+        return usage();
+      }
+    } else if (!arg.empty() && arg[0] != '-' && path == nullptr) {
+      path = argv[i];
+    } else {
+      return usage();
+    }
+  }
+  if (path == nullptr) return usage();
+
+  using Clock = std::chrono::steady_clock;
+  const auto started = Clock::now();
+  simdjson::padded_string json;
+  if (auto code = simdjson::padded_string::load(path).get(json)) {
+    std::fprintf(stderr, "simdjson_walk: %s: %s\n", path, simdjson::error_message(code));
+    return 2;
+  }
+  const auto loaded = Clock::now();
+
+  od::parser parser;
+  od::document doc;
+  Walk walk;
+  walk.depth = depth;
+  if (auto code = parser.iterate(json).get(doc)) {
+    std::fprintf(stderr, "simdjson_walk: %s: %s\n", path, simdjson::error_message(code));
+    return 2;
+  }
+  if (!walk.visit_document(doc)) {
+    const long offset = walk.error_at ? static_cast<long>(walk.error_at - json.data()) : -1;
+    std::fprintf(stderr, "simdjson_walk: %s: byte %ld: %s\n", path, offset, simdjson::error_message(walk.error));
+    return 2;
+  }
+  const auto parsed = Clock::now();
+  const std::chrono::duration<double> load_s = loaded - started;
+  const std::chrono::duration<double> parse_s = parsed - loaded;
+  std::printf("events=%llu non_object=%llu bytes=%zu checksum=%llu load_s=%.3f parse_s=%.3f\n",
+              static_cast<unsigned long long>(walk.totals.events),
+              static_cast<unsigned long long>(walk.totals.non_object_events), json.size(),
+              static_cast<unsigned long long>(walk.totals.checksum), load_s.count(), parse_s.count());
+  return 0;
+}
