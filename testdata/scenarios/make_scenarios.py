@@ -70,7 +70,9 @@ PRECISIONS = {
         "gemm_nt": "ampere_bf16_s16816gemm_bf16_64x64_sliced1x2_ldg8_f2f_stages_64x5_nt",
         "cast": "void at::native::unrolled_elementwise_kernel<at::native::direct_copy_kernel_cuda(at::TensorIteratorBase&)::{lambda()#3}::operator()() const::{lambda()#7}::operator()() const::{lambda(float)#1}, at::detail::Array<char*, 2>, TrivialOffsetCalculator<1, unsigned int>, TrivialOffsetCalculator<1, unsigned int>, at::native::memory::LoadWithCast<1>, at::native::memory::StoreWithCast<1> >(int, at::native::direct_copy_kernel_cuda(at::TensorIteratorBase&)::{lambda()#3}::operator()() const::{lambda()#7}::operator()() const::{lambda(float)#1}, at::detail::Array<char*, 2>, TrivialOffsetCalculator<1, unsigned int>, TrivialOffsetCalculator<1, unsigned int>, at::native::memory::LoadWithCast<1>, at::native::memory::StoreWithCast<1>)",
         "autocast": True,
-        "math_scale": 1.0,
+        "conv_scale": 1.0,
+        "gemm_scale": 1.0,
+        "token": "__nv_bfloat16",
     },
     "fp16": {  # torch.autocast("cuda", dtype=torch.float16) on a V100 (Tensor Cores: h884 / s884 kernels)
         "dtype": "c10::Half",
@@ -82,7 +84,9 @@ PRECISIONS = {
         "gemm_nt": "volta_h884gemm_64x64_ldg8_nt",
         "cast": "void at::native::unrolled_elementwise_kernel<at::native::direct_copy_kernel_cuda(at::TensorIteratorBase&)::{lambda()#3}::operator()() const::{lambda()#4}::operator()() const::{lambda(float)#1}, at::detail::Array<char*, 2>, TrivialOffsetCalculator<1, unsigned int>, TrivialOffsetCalculator<1, unsigned int>, at::native::memory::LoadWithCast<1>, at::native::memory::StoreWithCast<1> >(int, at::native::direct_copy_kernel_cuda(at::TensorIteratorBase&)::{lambda()#3}::operator()() const::{lambda()#4}::operator()() const::{lambda(float)#1}, at::detail::Array<char*, 2>, TrivialOffsetCalculator<1, unsigned int>, TrivialOffsetCalculator<1, unsigned int>, at::native::memory::LoadWithCast<1>, at::native::memory::StoreWithCast<1>)",
         "autocast": True,
-        "math_scale": 2.1,
+        "conv_scale": 2.1,
+        "gemm_scale": 2.1,
+        "token": "__half",
     },
     "fp32": {  # plain fp32 on a V100: no Tensor Cores at all
         "dtype": "float",
@@ -94,7 +98,38 @@ PRECISIONS = {
         "gemm_nt": "volta_sgemm_128x64_nt",
         "cast": None,
         "autocast": False,
-        "math_scale": 5.8,
+        "conv_scale": 5.8,
+        "gemm_scale": 5.8,
+        "token": "float",
+    },
+    "fp32_ampere": {  # plain fp32 on an A100: cuDNN convolutions use TF32 (allow_tf32 defaults to True for
+        # cuDNN), matmuls do not (torch.backends.cuda.matmul.allow_tf32 defaults to False): ampere_sgemm
+        "dtype": "float",
+        "fprop": "sm80_xmma_fprop_implicit_gemm_tf32f32_tf32f32_f32_nhwckrsc_nchw_tilesize128x128x16_stage4_warpsize2x2x1_g1_tensor16x8x8_kernel",
+        "dgrad": "sm80_xmma_dgrad_implicit_gemm_tf32f32_tf32f32_f32_nhwckrsc_nchw_tilesize128x128x16_stage4_warpsize2x2x1_g1_tensor16x8x8_kernel",
+        "wgrad": "sm80_xmma_wgrad_implicit_gemm_tf32f32_tf32f32_f32_nhwckrsc_nchw_tilesize128x128x16_stage4_warpsize2x2x1_g1_tensor16x8x8_kernel",
+        "gemm_nn": "ampere_sgemm_128x64_nn",
+        "gemm_tn": "ampere_sgemm_128x64_tn",
+        "gemm_nt": "ampere_sgemm_128x64_nt",
+        "cast": None,
+        "autocast": False,
+        "conv_scale": 1.9,
+        "gemm_scale": 7.0,
+        "token": "float",
+    },
+    "tf32": {  # fp32 on an A100 with torch.set_float32_matmul_precision("high"): TF32 Tensor Core GEMMs
+        "dtype": "float",
+        "fprop": "sm80_xmma_fprop_implicit_gemm_tf32f32_tf32f32_f32_nhwckrsc_nchw_tilesize128x128x16_stage4_warpsize2x2x1_g1_tensor16x8x8_kernel",
+        "dgrad": "sm80_xmma_dgrad_implicit_gemm_tf32f32_tf32f32_f32_nhwckrsc_nchw_tilesize128x128x16_stage4_warpsize2x2x1_g1_tensor16x8x8_kernel",
+        "wgrad": "sm80_xmma_wgrad_implicit_gemm_tf32f32_tf32f32_f32_nhwckrsc_nchw_tilesize128x128x16_stage4_warpsize2x2x1_g1_tensor16x8x8_kernel",
+        "gemm_nn": "sm80_xmma_gemm_f32f32_tf32f32_f32_nn_n_tilesize128x128x16_stage4_warpsize2x2x1_tensor16x8x8_kernel",
+        "gemm_tn": "sm80_xmma_gemm_f32f32_tf32f32_f32_tn_n_tilesize128x128x16_stage4_warpsize2x2x1_tensor16x8x8_kernel",
+        "gemm_nt": "sm80_xmma_gemm_f32f32_tf32f32_f32_nt_n_tilesize128x128x16_stage4_warpsize2x2x1_tensor16x8x8_kernel",
+        "cast": None,
+        "autocast": False,
+        "conv_scale": 1.9,
+        "gemm_scale": 2.0,
+        "token": "float",
     },
 }
 
@@ -149,6 +184,9 @@ class Sim:
         self.gpu_ops_in_step: list[tuple[int, int]] = []
         self.allocated = 0
         self.reserved = 0
+        self.launch_blocking = False  # CUDA_LAUNCH_BLOCKING=1: every launch returns when its GPU op is done
+        self.lazy_loading = False     # the first launch of each kernel loads its module (CUDA lazy loading)
+        self.loaded_kernels: set[str] = set()
 
     # -- time ---------------------------------------------------------------------------------------------
     def jitter(self, ns: float, spread: float = 0.06) -> int:
@@ -241,16 +279,23 @@ class Sim:
         self.gpu_ops_in_step.append((start, start + dur))
         return start, dur
 
+    def _wait_if_blocking(self, tid: int) -> None:
+        if self.launch_blocking:
+            self.now[tid] = max(self.now[tid], self.stream_free + self.jitter(2500))
+
     def kernel(self, name: str, gpu_us: float, grid=(1, 1, 1), block=(128, 1, 1), tid: int = MAIN_TID,
                registers: int = 32, shared: int = 0, launch_us: float = 4.5) -> None:
         """cudaLaunchKernel on the host, the kernel on the stream when it is free."""
         correlation = self.next_correlation
         self.next_correlation += 1
         launch_start = self.now[tid]
+        if self.lazy_loading and name not in self.loaded_kernels:
+            self.loaded_kernels.add(name)
+            self.cpu(420.0, tid)  # cuModuleLoadData / cuModuleGetFunction inside the first launch
         self.cpu(launch_us, tid)
-        launch_end = self.now[tid]
-        start, dur = self._queue_gpu(launch_end, self.jitter(gpu_us * 1000, 0.04))
-        self._runtime("cudaLaunchKernel", 211, launch_start, launch_end, tid, correlation)
+        start, dur = self._queue_gpu(self.now[tid], self.jitter(gpu_us * 1000, 0.04))
+        self._wait_if_blocking(tid)
+        self._runtime("cudaLaunchKernel", 211, launch_start, self.now[tid], tid, correlation)
         blocks = grid[0] * grid[1] * grid[2]
         sms = DEVICES[self.device_key]["numSms"]
         threads = block[0] * block[1] * block[2]
@@ -268,9 +313,9 @@ class Sim:
         self.next_correlation += 1
         launch_start = self.now[tid]
         self.cpu(4.0, tid)
-        launch_end = self.now[tid]
-        start, dur = self._queue_gpu(launch_end, self.jitter(1200 + nbytes / 1500.0))
-        self._runtime("cudaMemsetAsync", 51, launch_start, launch_end, tid, correlation)
+        start, dur = self._queue_gpu(self.now[tid], self.jitter(1200 + nbytes / 1500.0))
+        self._wait_if_blocking(tid)
+        self._runtime("cudaMemsetAsync", 51, launch_start, self.now[tid], tid, correlation)
         self.emit({"ph": "X", "cat": "gpu_memset", "name": "Memset (Device)", "pid": 0, "tid": STREAM,
                    "ts": self._ts(start), "dur": self._dur(dur), "args": {
                        "External id": self._external(tid), "device": 0, "context": 1, "stream": STREAM,
@@ -297,6 +342,7 @@ class Sim:
             self.cpu(2.5 + nbytes / 4000.0, tid)
         else:
             self.cpu(2.5, tid)
+        self._wait_if_blocking(tid)
         self._runtime("cudaMemcpyAsync", 41, launch_start, self.now[tid], tid, correlation)
         name = ("Memcpy HtoD (%s -> Device)" % host) if direction == "HtoD" else ("Memcpy DtoH (Device -> %s)" % host)
         self.emit({"ph": "X", "cat": "gpu_memcpy", "name": name, "pid": 0, "tid": STREAM, "ts": self._ts(start),
@@ -314,6 +360,23 @@ class Sim:
         self.cpu(2.0, tid)
         self.now[tid] = max(self.now[tid], self.stream_free + self.jitter(4000))
         self._runtime("cudaStreamSynchronize", 131, start, self.now[tid], tid, correlation)
+
+    def cuda_malloc(self, tid: int = MAIN_TID) -> None:
+        """cudaMalloc by the caching allocator when its pool has no free block of the size asked for."""
+        start = self.now[tid]
+        self.cpu(160.0, tid)
+        self._runtime("cudaMalloc", 20, start, self.now[tid], tid, self._next_correlation())
+
+    def cuda_free(self, tid: int = MAIN_TID) -> None:
+        """cudaFree of a cached block (torch.cuda.empty_cache()); it synchronizes the device first."""
+        start = self.now[tid]
+        self.cpu(3.0, tid)
+        self.now[tid] = max(self.now[tid], self.stream_free) + self.jitter(95_000)
+        self._runtime("cudaFree", 22, start, self.now[tid], tid, self._next_correlation())
+
+    def _next_correlation(self) -> int:
+        self.next_correlation += 1
+        return self.next_correlation - 1
 
     def memory(self, delta: int, tid: int = MAIN_TID) -> None:
         """A [memory] instant event of the CUDA caching allocator (profile_memory=True)."""
@@ -339,13 +402,20 @@ class Program:
     label_check: str = "none"     # none | assert_item | assert_async
     pick: str = "none"            # none | python_range | arange  (pred[range(n), target] vs torch.arange)
     set_to_none: bool = True
+    non_blocking: bool = True     # images.to("cuda", non_blocking=...)
+    optimizer: str = "foreach"    # foreach | single_tensor  (SGD(foreach=False))
+    conv_bias: bool = False       # nn.Conv2d(..., bias=True) before nn.BatchNorm2d
+    empty_cache: bool = False     # torch.cuda.empty_cache() at the end of every step
+    launch_blocking: bool = False  # CUDA_LAUNCH_BLOCKING=1 left in the environment
+    classes: int = 1000
+    batch: int = 64
+    head: str = "pool"            # pool: avgpool + Linear(512, classes) | mlp: Linear(8192, 4096) + Linear(4096, classes)
+    resident_gb: float = 2.95     # GPU memory held outside the step (weights, optimizer state, other tensors)
+    profile_from_start: bool = False  # schedule without wait/warmup: step 0 (lazy loading, allocator growth) recorded
 
 
-BATCH = 64
-CLASSES = 1000
 IMAGE = (3, 128, 128)
-IMAGE_BYTES = BATCH * IMAGE[0] * IMAGE[1] * IMAGE[2] * 4
-TARGET_BYTES = BATCH * 8
+IMAGE_BYTES_PER_SAMPLE = IMAGE[0] * IMAGE[1] * IMAGE[2] * 4
 
 # (in_channels, out_channels, kernel, input H=W, output H=W, bf16 fprop µs on an A100, followed by max pool)
 CONVS = [
@@ -369,11 +439,48 @@ class TrainingLoop:
         self.sim = Sim(program.device, seed)
         self.prec = PRECISIONS[program.precision]
         self.loss_module_instances = 0
-        self.param_count = len(CONVS) * 3 + 2  # conv weight, batch-norm weight and bias; fc weight and bias
+        self.batch = program.batch
+        self.classes = program.classes
+        # The classifier: (in_features, out_features) of each nn.Linear.
+        if program.head == "mlp":
+            self.linears = [(8192, 4096), (4096, self.classes)]
+        else:
+            self.linears = [(512, self.classes)]
+        # Parameter tensors in registration order: conv weight (and bias), batch-norm weight and bias, then the
+        # linears' weight and bias.
+        self.params: list[int] = []
+        for cin, cout, k, *_ in CONVS:
+            self.params += [cout * cin * k * k] + ([cout] if program.conv_bias else []) + [cout, cout]
+        for fan_in, fan_out in self.linears:
+            self.params += [fan_out * fan_in, fan_out]
+        self.param_count = len(self.params)
+        self.allocator_pool_empty = True  # the caching allocator has no free blocks (start, or after empty_cache)
 
     # -- helpers ------------------------------------------------------------------------------------------
+    def scaled(self, us: float) -> float:
+        """Kernel time measured at batch 64, at this run's batch size (small batches do not fill the GPU)."""
+        return max(us * self.batch / 64.0, us * 0.12)
+
     def math_us(self, us: float) -> float:
-        return us * self.prec["math_scale"]
+        return us * self.prec["conv_scale"]
+
+    def gemm_us(self, batch: int, fan_in: int, fan_out: int) -> float:
+        """GEMM time: 100 TFLOP/s effective for bf16 Tensor Core kernels, scaled by precision, 7 µs floor."""
+        return (7.0 + 2.0 * batch * fan_in * fan_out / 100.0e6) * self.prec["gemm_scale"]
+
+    def k(self, name: str) -> str:
+        """A kernel name template written for bf16, in this run's element type."""
+        token = self.prec["token"]
+        if token == "__nv_bfloat16":
+            return name
+        scalar = {"__half": "c10::Half", "float": "float"}[token]
+        return name.replace("__nv_bfloat16", token).replace("c10::BFloat16", scalar)
+
+    def allocate(self, nbytes: int, tid: int = MAIN_TID) -> None:
+        """A block from the caching allocator; cudaMalloc only when its pool is empty."""
+        if self.allocator_pool_empty:
+            self.sim.cuda_malloc(tid)
+        self.sim.memory(nbytes, tid)
 
     def shapes(self, dims, types):
         return {"Input Dims": dims, "Input type": types}
@@ -430,6 +537,8 @@ class TrainingLoop:
             self.zero_grad()
             self.backward()
             self.optimizer_step()
+            if self.p.empty_cache:
+                self.empty_cache()
             with sim.py("torch/profiler/profiler.py(773): step", overhead_us=9.0):
                 pass
         if self.sim.gpu_ops_in_step and sim.recording:
@@ -495,75 +604,101 @@ class TrainingLoop:
 
     def copy_batch(self) -> None:
         sim = self.sim
-        for nbytes, dims, dtype in ((IMAGE_BYTES, [BATCH, *IMAGE], "float"), (TARGET_BYTES, [BATCH], "long int")):
+        for nbytes, dims, dtype in ((self.batch * IMAGE_BYTES_PER_SAMPLE, [self.batch, *IMAGE], "float"), (self.batch * 8, [self.batch], "long int")):
             with sim.op("aten::to", extra_args=self.shapes([dims, [], [], [], [], []],
                                                           [dtype, "Scalar", "Scalar", "Scalar", "Scalar", "Scalar"])):
                 with sim.op("aten::_to_copy"):
                     with sim.op("aten::empty_strided", overhead_us=3.0):
-                        pass
+                        self.allocate(nbytes)
                     with sim.op("aten::copy_"):
                         sim.memcpy("HtoD", "Pinned" if self.p.pin_memory else "Pageable", nbytes)
+                        if not self.p.non_blocking:  # copy_ without non_blocking: memcpy_and_sync
+                            sim.stream_synchronize()
 
     def forward(self) -> None:
         sim = self.sim
         dtype = self.prec["dtype"]
         with self.module("Net", 0, "train.py(41): forward"):
             for index, (cin, cout, k, hw_in, hw, fprop_us, pool) in enumerate(CONVS):
+                fprop_us = self.scaled(fprop_us)
                 with self.module("Conv2d", index, "torch/nn/modules/conv.py(553): forward"):
                     with sim.py("torch/nn/modules/conv.py(536): _conv_forward", overhead_us=2.0):
                         with sim.py("<built-in method conv2d of type object at 0x7f4a1c2e9f20>", overhead_us=1.0):
                             shapes = self.shapes(
-                                [[BATCH, cin, hw_in, hw_in], [cout, cin, k, k], [], [], [], [], []],
+                                [[self.batch, cin, hw_in, hw_in], [cout, cin, k, k], [cout] if self.p.conv_bias else [],
+                                 [], [], [], []],
                                 [dtype, dtype, "", "ScalarList", "ScalarList", "ScalarList", "Scalar"])
                             with sim.op("aten::conv2d", extra_args=shapes):
                                 if index == 0:
-                                    self.autocast_cast(BATCH * cin * hw_in * hw_in)
+                                    self.autocast_cast(self.batch * cin * hw_in * hw_in)
                                 self.autocast_cast(cout * cin * k * k)
                                 with sim.op("aten::convolution", extra_args=shapes):
                                     with sim.op("aten::_convolution", extra_args=shapes):
                                         with sim.op("aten::cudnn_convolution", overhead_us=18.0):
+                                            self.allocate(self.batch * cout * hw * hw * 2)
                                             sim.kernel(self.prec["fprop"], self.math_us(fprop_us),
-                                                       grid=(hw * hw * BATCH // 128, 1, 1), block=(256, 1, 1),
+                                                       grid=(hw * hw * self.batch // 128, 1, 1), block=(256, 1, 1),
                                                        registers=168, shared=49152)
-                    sim.memory(BATCH * cout * hw * hw * 2)
+                                        if self.p.conv_bias:
+                                            with sim.op("aten::add_"):
+                                                sim.kernel(self.k(ELEMENTWISE.format(
+                                                    functor="at::native::CUDAFunctor_add<c10::BFloat16>", arity=3)),
+                                                    fprop_us * 0.1, grid=(hw * hw * self.batch // 16, 1, 1))
                 with self.module("BatchNorm2d", index, "torch/nn/modules/batchnorm.py(159): forward"):
                     with sim.py("torch/nn/functional.py(2800): batch_norm", overhead_us=3.0):
                         with sim.op("aten::batch_norm"):
                             with sim.op("aten::_batch_norm_impl_index"):
                                 with sim.op("aten::cudnn_batch_norm", overhead_us=10.0):
-                                    sim.kernel(BN_FWD_KERNEL, self.math_us(fprop_us) * 0.22, grid=(cout, 1, 1),
+                                    sim.kernel(self.k(BN_FWD_KERNEL), self.math_us(fprop_us) * 0.22, grid=(cout, 1, 1),
                                                block=(512, 1, 1), registers=40)
                 with self.module("ReLU", index, "torch/nn/modules/activation.py(132): forward"):
                     with sim.py("torch/nn/functional.py(1693): relu", overhead_us=2.0):
                         with sim.op("aten::relu_"):
                             with sim.op("aten::clamp_min_"):
-                                sim.kernel(RELU_KERNEL, fprop_us * 0.11, grid=(hw * hw * BATCH // 16, 1, 1))
+                                sim.kernel(self.k(RELU_KERNEL), fprop_us * 0.11, grid=(hw * hw * self.batch // 16, 1, 1))
                 if pool:
                     with self.module("MaxPool2d", 0, "torch/nn/modules/pooling.py(212): forward"):
                         with sim.op("aten::max_pool2d"):
                             with sim.op("aten::max_pool2d_with_indices"):
-                                sim.kernel(MAXPOOL_KERNEL, 38.0, grid=(2048, 1, 1), block=(256, 1, 1))
+                                sim.kernel(self.k(MAXPOOL_KERNEL), 38.0, grid=(2048, 1, 1), block=(256, 1, 1))
             with self.module("AdaptiveAvgPool2d", 0, "torch/nn/modules/pooling.py(1383): forward"):
                 with sim.op("aten::adaptive_avg_pool2d"):
-                    with sim.op("aten::mean"):
-                        sim.kernel(MEAN_KERNEL, 11.0, grid=(512, 1, 1))
+                    if self.p.head == "mlp":  # AdaptiveAvgPool2d((4, 4))
+                        with sim.op("aten::_adaptive_avg_pool2d"):
+                            sim.kernel(self.k(MEAN_KERNEL), 14.0, grid=(2048, 1, 1))
+                    else:
+                        with sim.op("aten::mean"):
+                            sim.kernel(self.k(MEAN_KERNEL), 11.0, grid=(512, 1, 1))
             with sim.op("aten::flatten"):
                 with sim.op("aten::view", overhead_us=2.0):
                     pass
-            with self.module("Linear", 0, "torch/nn/modules/linear.py(124): forward"):
-                with sim.py("<built-in function linear>", overhead_us=1.0):
-                    shapes = self.shapes([[BATCH, 512], [CLASSES, 512], [CLASSES]], [dtype, dtype, dtype])
-                    with sim.op("aten::linear", extra_args=shapes):
-                        self.autocast_cast(CLASSES * 512)
-                        self.autocast_cast(CLASSES)
-                        with sim.op("aten::t"):
-                            with sim.op("aten::transpose", overhead_us=2.0):
-                                pass
-                        with sim.op("aten::addmm", extra_args=self.shapes(
-                                [[CLASSES], [BATCH, 512], [512, CLASSES], [], []], [dtype, dtype, dtype, "Scalar", "Scalar"])):
-                            sim.kernel(self.prec["gemm_tn"], self.math_us(24.0), grid=(16, 1, 2), block=(128, 1, 1),
-                                       registers=230, shared=36864)
-            sim.memory(BATCH * CLASSES * 2)
+            for index, (fan_in, fan_out) in enumerate(self.linears):
+                if index:
+                    with self.module("ReLU", len(CONVS), "torch/nn/modules/activation.py(132): forward"):
+                        with sim.op("aten::relu"):
+                            with sim.op("aten::clamp_min"):
+                                sim.kernel(self.k(RELU_KERNEL), 4.0, grid=(self.batch * fan_in // 2048, 1, 1))
+                self.linear_forward(index, fan_in, fan_out)
+            self.allocate(self.batch * self.classes * 2)
+        self.allocator_pool_empty = False
+
+    def linear_forward(self, index: int, fan_in: int, fan_out: int) -> None:
+        sim = self.sim
+        dtype = self.prec["dtype"]
+        with self.module("Linear", index, "torch/nn/modules/linear.py(124): forward"):
+            with sim.py("<built-in function linear>", overhead_us=1.0):
+                shapes = self.shapes([[self.batch, fan_in], [fan_out, fan_in], [fan_out]], [dtype, dtype, dtype])
+                with sim.op("aten::linear", extra_args=shapes):
+                    self.autocast_cast(fan_out * fan_in)
+                    self.autocast_cast(fan_out)
+                    with sim.op("aten::t"):
+                        with sim.op("aten::transpose", overhead_us=2.0):
+                            pass
+                    with sim.op("aten::addmm", extra_args=self.shapes(
+                            [[fan_out], [self.batch, fan_in], [fan_in, fan_out], [], []],
+                            [dtype, dtype, dtype, "Scalar", "Scalar"])):
+                        sim.kernel(self.prec["gemm_tn"], self.gemm_us(self.batch, fan_in, fan_out),
+                                   grid=(max(1, fan_out // 64), 1, 2), block=(128, 1, 1), registers=230, shared=36864)
 
     def loss_forward(self, number: int) -> None:
         sim = self.sim
@@ -596,12 +731,12 @@ class TrainingLoop:
                 # weight = torch.Tensor([0.1] * self.n_classes).cuda()
                 with sim.op("aten::lift_fresh", overhead_us=2.0):
                     sim.cpu(55.0)  # building the tensor from a 1000-element Python list
-                self.blocking_h2d(CLASSES * 4, "float")
+                self.blocking_h2d(self.classes * 4, "float")
             elif self.p.loss == "module_every_step":
                 # criterion = nn.NLLLoss(weight=torch.tensor(self.class_weights).cuda())
                 with sim.op("aten::lift_fresh", overhead_us=2.0):
                     sim.cpu(55.0)
-                self.blocking_h2d(CLASSES * 4, "float")
+                self.blocking_h2d(self.classes * 4, "float")
                 with sim.py("torch/nn/modules/loss.py(209): __init__", overhead_us=4.0):
                     with sim.py("torch/nn/modules/loss.py(38): __init__", overhead_us=3.0):
                         with sim.py("torch/nn/modules/loss.py(28): __init__", overhead_us=3.0):
@@ -617,7 +752,7 @@ class TrainingLoop:
             with sim.py("torch/nn/functional.py(2233): log_softmax", overhead_us=3.0):
                 with sim.op("aten::log_softmax"):
                     with sim.op("aten::_log_softmax"):
-                        sim.kernel(LOG_SOFTMAX_KERNEL, 6.8, grid=(BATCH, 1, 1), block=(1024, 1, 1))
+                        sim.kernel(LOG_SOFTMAX_KERNEL, 6.8, grid=(self.batch, 1, 1), block=(1024, 1, 1))
             if self.p.pick in ("python_range", "arange"):
                 # loss = -(self.weight[target] * logp[range(n), target]).mean()  vs  torch.arange(n, device=...)
                 if self.p.pick == "python_range":
@@ -629,7 +764,7 @@ class TrainingLoop:
                                 with sim.op("aten::empty_strided", overhead_us=3.0):
                                     pass
                                 with sim.op("aten::copy_"):
-                                    sim.memcpy("HtoD", "Pageable", BATCH * 8)
+                                    sim.memcpy("HtoD", "Pageable", self.batch * 8)
                                     sim.stream_synchronize()
                         sim.kernel(INDEX_KERNEL, 3.1, grid=(1, 1, 1), block=(128, 1, 1))
                 else:
@@ -675,15 +810,8 @@ class TrainingLoop:
                         else:
                             with sim.op("aten::zero_"):
                                 with sim.op("aten::fill_"):
-                                    numel = self.param_numel(index)
+                                    numel = self.params[index]
                                     sim.kernel(FILL_KERNEL, 1.6 + numel / 4.0e5, grid=(max(1, numel // 512), 1, 1))
-
-    def param_numel(self, index: int) -> int:
-        conv = index // 3
-        if conv < len(CONVS):
-            cin, cout, k, _, _, _, _ = CONVS[conv]
-            return cout * cin * k * k if index % 3 == 0 else cout
-        return CLASSES * 512 if index == len(CONVS) * 3 else CLASSES
 
     def backward(self) -> None:
         """loss.backward(): the main thread waits in run_backward while the autograd device thread works."""
@@ -701,6 +829,45 @@ class TrainingLoop:
         return self.sim.op("autograd::engine::evaluate_function: %s" % backward_name, AUTOGRAD_TID, overhead_us=9.0,
                            extra_args={"Sequence number": sequence, "Fwd thread id": 1})
 
+    def accumulate_grad(self, numel: int) -> None:
+        """AccumulateGrad: with set_to_none the gradient is stolen (detach), else added into .grad."""
+        sim = self.sim
+        t = AUTOGRAD_TID
+        with self.evaluate("torch::autograd::AccumulateGrad", 0):
+            with sim.op("torch::autograd::AccumulateGrad", t):
+                if not self.p.set_to_none:
+                    with sim.op("aten::add_", t):
+                        sim.kernel(ELEMENTWISE.format(functor="at::native::CUDAFunctor_add<float>", arity=3),
+                                   1.8 + numel / 6.0e5, tid=t)
+                else:
+                    with sim.op("aten::detach", t, overhead_us=2.0):
+                        pass
+
+    def linear_backward(self, seq: int, fan_in: int, fan_out: int) -> None:
+        sim = self.sim
+        t = AUTOGRAD_TID
+        dtype = self.prec["dtype"]
+        with self.evaluate("AddmmBackward0", seq):
+            with sim.op("AddmmBackward0", t):
+                with sim.op("aten::mm", t, extra_args=self.shapes([[self.batch, fan_out], [fan_out, fan_in]], [dtype] * 2)):
+                    sim.kernel(self.prec["gemm_nn"], self.gemm_us(self.batch, fan_in, fan_out), tid=t,
+                               grid=(max(1, fan_in // 64), 1, 1), registers=230)
+                with sim.op("aten::mm", t, extra_args=self.shapes([[fan_out, self.batch], [self.batch, fan_in]], [dtype] * 2)):
+                    sim.kernel(self.prec["gemm_nt"], self.gemm_us(self.batch, fan_in, fan_out), tid=t,
+                               grid=(max(1, fan_out // 64), 1, 1), registers=230)
+                with sim.op("aten::sum", t):
+                    sim.kernel(self.k(MEAN_KERNEL), 4.0, tid=t)
+        if self.prec["autocast"]:
+            for numel in (fan_out * fan_in, fan_out):
+                with self.evaluate("ToCopyBackward0", seq - 1):
+                    with sim.op("ToCopyBackward0", t):
+                        with sim.op("aten::to", t):
+                            with sim.op("aten::_to_copy", t):
+                                with sim.op("aten::copy_", t):
+                                    sim.kernel(self.prec["cast"], 2.0 + numel / 9.0e5, tid=t)
+        for numel in (fan_out * fan_in, fan_out):
+            self.accumulate_grad(numel)
+
     def backward_graph(self) -> None:
         sim = self.sim
         t = AUTOGRAD_TID
@@ -717,33 +884,14 @@ class TrainingLoop:
             with sim.op("LogSoftmaxBackward0", t):
                 with sim.op("aten::_log_softmax_backward_data", t):
                     sim.kernel(LOG_SOFTMAX_BWD_KERNEL, 7.4, tid=t, block=(1024, 1, 1))
-        with self.evaluate("AddmmBackward0", seq - 2):
-            with sim.op("AddmmBackward0", t):
-                with sim.op("aten::mm", t, extra_args=self.shapes([[BATCH, CLASSES], [CLASSES, 512]],
-                                                                  [self.prec["dtype"]] * 2)):
-                    sim.kernel(self.prec["gemm_nn"], self.math_us(22.0), tid=t, grid=(8, 1, 1), registers=230)
-                with sim.op("aten::mm", t, extra_args=self.shapes([[CLASSES, BATCH], [BATCH, 512]],
-                                                                  [self.prec["dtype"]] * 2)):
-                    sim.kernel(self.prec["gemm_nt"], self.math_us(20.0), tid=t, grid=(16, 1, 1), registers=230)
-                with sim.op("aten::sum", t):
-                    sim.kernel(MEAN_KERNEL, 4.0, tid=t)
-        if self.prec["autocast"]:
-            for numel in (CLASSES * 512, CLASSES):
-                with self.evaluate("ToCopyBackward0", seq - 3):
-                    with sim.op("ToCopyBackward0", t):
-                        with sim.op("aten::to", t):
-                            with sim.op("aten::_to_copy", t):
-                                with sim.op("aten::copy_", t):
-                                    sim.kernel(self.prec["cast"], 2.0 + numel / 9.0e5, tid=t)
-        for accumulate in range(2):
-            with self.evaluate("torch::autograd::AccumulateGrad", 0):
-                with sim.op("torch::autograd::AccumulateGrad", t):
-                    if not self.p.set_to_none:
-                        with sim.op("aten::add_", t):
-                            sim.kernel(ELEMENTWISE.format(functor="at::native::CUDAFunctor_add<float>", arity=3), 2.6, tid=t)
-                    else:
-                        with sim.op("aten::detach", t, overhead_us=2.0):
-                            pass
+        for index in reversed(range(len(self.linears))):
+            fan_in, fan_out = self.linears[index]
+            self.linear_backward(seq - 2 - 4 * index, fan_in, fan_out)
+            if index:
+                with self.evaluate("ReluBackward0", seq - 3 - 4 * index):
+                    with sim.op("ReluBackward0", t):
+                        with sim.op("aten::threshold_backward", t):
+                            sim.kernel(self.k(RELU_BWD_KERNEL), 5.0, tid=t, grid=(self.batch * fan_in // 2048, 1, 1))
         with self.evaluate("ViewBackward0", seq - 4):
             with sim.op("ViewBackward0", t):
                 with sim.op("aten::reshape", t):
@@ -754,9 +902,10 @@ class TrainingLoop:
                 with sim.op("aten::expand", t, overhead_us=2.0):
                     pass
                 with sim.op("aten::div", t):
-                    sim.kernel(MEAN_BWD_KERNEL, 9.0, tid=t)
+                    sim.kernel(self.k(MEAN_BWD_KERNEL), 9.0, tid=t)
         for index in reversed(range(len(CONVS))):
             cin, cout, k, _, hw, fprop_us, pool = CONVS[index]
+            fprop_us = self.scaled(fprop_us)
             if pool:
                 with self.evaluate("MaxPool2DWithIndicesBackward0", seq - 6):
                     with sim.op("MaxPool2DWithIndicesBackward0", t):
@@ -764,35 +913,30 @@ class TrainingLoop:
                             with sim.op("aten::zero_", t):
                                 with sim.op("aten::fill_", t):
                                     sim.kernel(FILL_KERNEL, 14.0, tid=t)
-                            sim.kernel(MAXPOOL_BWD_KERNEL, 62.0, tid=t, grid=(2048, 1, 1))
+                            sim.kernel(self.k(MAXPOOL_BWD_KERNEL), 62.0, tid=t, grid=(2048, 1, 1))
             with self.evaluate("ReluBackward0", seq - 7 - index):
                 with sim.op("ReluBackward0", t):
                     with sim.op("aten::threshold_backward", t):
-                        sim.kernel(RELU_BWD_KERNEL, fprop_us * 0.16, tid=t, grid=(hw * hw * BATCH // 16, 1, 1))
+                        sim.kernel(self.k(RELU_BWD_KERNEL), fprop_us * 0.16, tid=t, grid=(hw * hw * self.batch // 16, 1, 1))
             with self.evaluate("CudnnBatchNormBackward0", seq - 8 - index):
                 with sim.op("CudnnBatchNormBackward0", t):
                     with sim.op("aten::cudnn_batch_norm_backward", t, overhead_us=12.0):
-                        sim.kernel(BN_BWD_KERNEL, self.math_us(fprop_us) * 0.35, tid=t, grid=(cout, 1, 1),
+                        sim.kernel(self.k(BN_BWD_KERNEL), self.math_us(fprop_us) * 0.35, tid=t, grid=(cout, 1, 1),
                                    block=(512, 1, 1))
-            for _ in range(2):
-                with self.evaluate("torch::autograd::AccumulateGrad", 0):
-                    with sim.op("torch::autograd::AccumulateGrad", t):
-                        if not self.p.set_to_none:
-                            with sim.op("aten::add_", t):
-                                sim.kernel(ELEMENTWISE.format(functor="at::native::CUDAFunctor_add<float>", arity=3),
-                                           1.8, tid=t)
-                        else:
-                            with sim.op("aten::detach", t, overhead_us=2.0):
-                                pass
+            for _ in range(2):  # batch-norm weight and bias
+                self.accumulate_grad(cout)
             with self.evaluate("ConvolutionBackward0", seq - 9 - index):
                 with sim.op("ConvolutionBackward0", t):
                     with sim.op("aten::convolution_backward", t, overhead_us=20.0):
                         if index > 0:
                             sim.kernel(self.prec["dgrad"], self.math_us(fprop_us) * 1.05, tid=t,
-                                       grid=(hw * hw * BATCH // 64, 1, 1), block=(256, 1, 1), registers=168,
+                                       grid=(hw * hw * self.batch // 64, 1, 1), block=(256, 1, 1), registers=168,
                                        shared=49152)
                         sim.kernel(self.prec["wgrad"], self.math_us(fprop_us) * 1.15, tid=t,
                                    grid=(cout // 4, 1, 1), block=(256, 1, 1), registers=168, shared=49152)
+                        if self.p.conv_bias:  # grad of the bias: a reduction over N, H, W
+                            sim.kernel(self.k(MEAN_KERNEL).replace("MeanOps", "func_wrapper_t"), fprop_us * 0.12,
+                                       tid=t, grid=(cout, 1, 1))
             if self.prec["autocast"]:
                 with self.evaluate("ToCopyBackward0", seq - 10 - index):
                     with sim.op("ToCopyBackward0", t):
@@ -800,47 +944,74 @@ class TrainingLoop:
                             with sim.op("aten::_to_copy", t):
                                 with sim.op("aten::copy_", t):
                                     sim.kernel(self.prec["cast"], 2.0 + cout * cin * k * k / 9.0e5, tid=t)
-            with self.evaluate("torch::autograd::AccumulateGrad", 0):
-                with sim.op("torch::autograd::AccumulateGrad", t):
-                    if not self.p.set_to_none:
-                        with sim.op("aten::add_", t):
-                            sim.kernel(ELEMENTWISE.format(functor="at::native::CUDAFunctor_add<float>", arity=3),
-                                       2.0 + cout * cin * k * k / 6.0e5, tid=t)
-                    else:
-                        with sim.op("aten::detach", t, overhead_us=2.0):
-                            pass
-            sim.memory(-BATCH * cout * hw * hw * 2, tid=t)
-        sim.memory(-BATCH * CLASSES * 2, tid=t)
+            self.accumulate_grad(cout * cin * k * k)
+            if self.p.conv_bias:
+                self.accumulate_grad(cout)
+            sim.memory(-self.batch * cout * hw * hw * 2, tid=t)
+        sim.memory(-self.batch * self.classes * 2, tid=t)
 
     def optimizer_step(self) -> None:
-        """SGD(momentum=0.9): foreach implementation (the default on CUDA), three kernels per step."""
+        """SGD(momentum=0.9). foreach (the default on CUDA): three multi_tensor_apply kernels for all
+        parameters; single_tensor (foreach=False): three elementwise kernels per parameter tensor."""
         sim = self.sim
         with sim.py("torch/optim/optimizer.py(465): wrapper", overhead_us=8.0):
             with sim.op("Optimizer.step#SGD.step", cat="user_annotation", overhead_us=6.0):
                 with sim.py("torch/utils/_contextlib.py(113): decorate_context", overhead_us=2.0):
                     with sim.py("torch/optim/sgd.py(80): step", overhead_us=12.0):
                         with sim.py("torch/optim/sgd.py(244): sgd", overhead_us=4.0):
-                            with sim.py("torch/optim/sgd.py(374): _multi_tensor_sgd", overhead_us=10.0):
-                                total = sum(self.param_numel(i) for i in range(self.param_count))
-                                with sim.op("aten::_foreach_mul_"):
-                                    sim.kernel(FOREACH_MUL, 3.0 + total / 5.0e5, grid=(max(1, total // 65536), 1, 1),
-                                               block=(512, 1, 1))
-                                with sim.op("aten::_foreach_add_"):
-                                    sim.kernel(FOREACH_ADD_LIST, 3.0 + total / 3.5e5, grid=(max(1, total // 65536), 1, 1),
-                                               block=(512, 1, 1))
-                                with sim.op("aten::_foreach_add_"):
-                                    sim.kernel(FOREACH_ADD_SCALAR, 3.0 + total / 3.5e5,
-                                               grid=(max(1, total // 65536), 1, 1), block=(512, 1, 1))
+                            if self.p.optimizer == "single_tensor":
+                                self.single_tensor_sgd()
+                            else:
+                                self.multi_tensor_sgd()
+
+    def multi_tensor_sgd(self) -> None:
+        sim = self.sim
+        with sim.py("torch/optim/sgd.py(374): _multi_tensor_sgd", overhead_us=10.0):
+            total = sum(self.params)
+            grid = (max(1, total // 65536), 1, 1)
+            with sim.op("aten::_foreach_mul_"):
+                sim.kernel(FOREACH_MUL, 3.0 + total / 5.0e5, grid=grid, block=(512, 1, 1))
+            with sim.op("aten::_foreach_add_"):
+                sim.kernel(FOREACH_ADD_LIST, 3.0 + total / 3.5e5, grid=grid, block=(512, 1, 1))
+            with sim.op("aten::_foreach_add_"):
+                sim.kernel(FOREACH_ADD_SCALAR, 3.0 + total / 3.5e5, grid=grid, block=(512, 1, 1))
+
+    def single_tensor_sgd(self) -> None:
+        sim = self.sim
+        mul = ELEMENTWISE.format(functor="at::native::AUnaryFunctor<float, float, float, at::native::binary_internal::MulFunctor<float> >", arity=2)
+        add = ELEMENTWISE.format(functor="at::native::CUDAFunctor_add<float>", arity=3)
+        with sim.py("torch/optim/sgd.py(311): _single_tensor_sgd", overhead_us=10.0):
+            for numel in self.params:
+                grid = (max(1, numel // 2048), 1, 1)
+                sim.cpu(6.0)  # the Python loop body
+                with sim.op("aten::mul_"):
+                    sim.kernel(mul, 1.6 + numel / 6.0e5, grid=grid)
+                with sim.op("aten::add_"):
+                    sim.kernel(add, 1.8 + numel / 4.5e5, grid=grid)
+                with sim.op("aten::add_"):
+                    sim.kernel(add, 1.8 + numel / 4.5e5, grid=grid)
+
+    def empty_cache(self) -> None:
+        """torch.cuda.empty_cache(): every cached block goes back to the driver (cudaFree each)."""
+        sim = self.sim
+        with sim.py("torch/cuda/memory.py(192): empty_cache", overhead_us=3.0):
+            with sim.py("<built-in function _cuda_emptyCache>", overhead_us=2.0):
+                for _ in range(len(CONVS) + 2):
+                    sim.cuda_free()
+        self.allocator_pool_empty = True
 
 
 # ---------------------------------------------------------------------------------------------------------
 # Writing a trace.
 
-def record(program: Program, steps: int = 8, skipped: int = 2, seed: int = 7) -> dict:
+def record(program: Program, steps: int = 8, seed: int = 7) -> dict:
     loop = TrainingLoop(program, seed)
     sim = loop.sim
-    sim.allocated = 2_950_000_000
-    sim.reserved = 3_221_225_472
+    sim.allocated = int(program.resident_gb * 1e9)
+    sim.reserved = (sim.allocated // (1 << 21) + 160) * (1 << 21)
+    sim.launch_blocking = program.launch_blocking
+    sim.lazy_loading = True  # CUDA 12's default (CUDA_MODULE_LOADING=LAZY)
+    skipped = 0 if program.profile_from_start else 2
     # Unrecorded schedule steps (wait, warmup): the GPU queue and the allocator are warm when recording starts.
     for number in range(skipped):
         loop.step(number)
@@ -966,6 +1137,36 @@ SCENARIOS = {
     # 8. fp32 convolutions and matmuls on a V100  vs  autocast to fp16
     "08_fp32_on_v100": dataclasses.replace(WELL_TUNED, device="v100", precision="fp32"),
     "08_fp32_on_v100_fixed": dataclasses.replace(WELL_TUNED, device="v100", precision="fp16"),
+    # 9. images.to("cuda") without non_blocking: the copy is followed by a stream sync every step
+    "09_blocking_batch_copy": dataclasses.replace(WELL_TUNED, non_blocking=False),
+    "09_blocking_batch_copy_fixed": dataclasses.replace(WELL_TUNED, non_blocking=True),
+    # 10. SGD(foreach=False): three kernels per parameter tensor  vs  the foreach implementation
+    "10_single_tensor_optimizer": dataclasses.replace(WELL_TUNED, optimizer="single_tensor"),
+    "10_single_tensor_optimizer_fixed": dataclasses.replace(WELL_TUNED, optimizer="foreach"),
+    # 11. nn.Conv2d(..., bias=True) right before nn.BatchNorm2d  vs  bias=False
+    "11_conv_bias_before_batchnorm": dataclasses.replace(WELL_TUNED, conv_bias=True),
+    "11_conv_bias_before_batchnorm_fixed": dataclasses.replace(WELL_TUNED, conv_bias=False),
+    # 12. torch.cuda.empty_cache() at the end of every step  vs  not calling it
+    "12_empty_cache_every_step": dataclasses.replace(WELL_TUNED, empty_cache=True),
+    "12_empty_cache_every_step_fixed": dataclasses.replace(WELL_TUNED, empty_cache=False),
+    # 13. CUDA_LAUNCH_BLOCKING=1 left in the job's environment  vs  unset
+    "13_cuda_launch_blocking": dataclasses.replace(WELL_TUNED, launch_blocking=True),
+    "13_cuda_launch_blocking_fixed": dataclasses.replace(WELL_TUNED, launch_blocking=False),
+    # 14. fp32 on an A100 with a large MLP head: matmuls on ampere_sgemm  vs  set_float32_matmul_precision("high")
+    "14_fp32_matmul_without_tf32": dataclasses.replace(WELL_TUNED, precision="fp32_ampere", head="mlp"),
+    "14_fp32_matmul_without_tf32_fixed": dataclasses.replace(WELL_TUNED, precision="tf32", head="mlp"),
+    # 15. bf16 classifier with 1001 classes (dims not a multiple of 8)  vs  padded to 1008
+    "15_half_dims_not_multiple_of_8": dataclasses.replace(WELL_TUNED, classes=1001),
+    "15_half_dims_not_multiple_of_8_fixed": dataclasses.replace(WELL_TUNED, classes=1008),
+    # 16. batch 8: the GPU is mostly idle, waiting for launches, with 93% of its memory free  vs  batch 64
+    "16_small_batch_memory_underused": dataclasses.replace(WELL_TUNED, batch=8),
+    "16_small_batch_memory_underused_fixed": dataclasses.replace(WELL_TUNED, batch=64),
+    # 17. 39 GB of the A100's 42 GB held outside the step (a large resident embedding table)  vs  30 GB
+    "17_gpu_memory_nearly_full": dataclasses.replace(WELL_TUNED, resident_gb=39.0),
+    "17_gpu_memory_nearly_full_fixed": dataclasses.replace(WELL_TUNED, resident_gb=30.0),
+    # 18. profiler schedule without wait/warmup: step 0 (lazy module loading, allocator growth) is recorded
+    "18_warmup_in_profiled_window": dataclasses.replace(WELL_TUNED, profile_from_start=True),
+    "18_warmup_in_profiled_window_fixed": dataclasses.replace(WELL_TUNED, profile_from_start=False),
     # The well-tuned loop: bf16 autocast on an A100, 4 pinned workers, no syncs, set_to_none, foreach SGD.
     "well_tuned": WELL_TUNED,
 }
