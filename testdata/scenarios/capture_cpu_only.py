@@ -22,6 +22,7 @@ import gzip
 import io
 import json
 import os
+import shutil
 import sys
 import tempfile
 
@@ -91,6 +92,11 @@ def main():
     record("cpu_only_num_workers_0.json.gz", preload=False, detect_anomaly=False)
     record("cpu_only_detect_anomaly.json.gz", preload=False, detect_anomaly=True)
     record("cpu_only_preloaded.json.gz", preload=True, detect_anomaly=False)
+    # The anomaly-detection rule must fire on CPU-only traces: these two are its fixtures too.
+    fixtures = os.path.join(HERE, "..", "..", "rules.d", "debug-mode", "anomaly-detection-enabled.tests")
+    os.makedirs(fixtures, exist_ok=True)
+    shutil.copyfile(os.path.join(HERE, "cpu_only_detect_anomaly.json.gz"), os.path.join(fixtures, "fire-cpu-only.json.gz"))
+    shutil.copyfile(os.path.join(HERE, "cpu_only_num_workers_0.json.gz"), os.path.join(fixtures, "quiet-cpu-only.json.gz"))
 
 
 if __name__ == "__main__":

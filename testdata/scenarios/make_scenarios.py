@@ -6,8 +6,8 @@ Run by hand from anywhere (Python 3 standard library only, deterministic):
 
     python3 testdata/scenarios/make_scenarios.py
 
-It rewrites every *.json.gz beside this file. README.md beside it tells what each trace is and what ptadvise
-must find in it.
+It rewrites every *.json.gz beside this file, and the fire/quiet fixtures of rules PTA107-PTA120 in
+rules.d/<group>/<name>.tests/. README.md beside it tells what each trace is and what ptadvise must find in it.
 
 How the traces are made: `Sim` is a small model of one process running the loop. The host thread advances its
 own clock through Python frames, CPU ops and CUDA runtime calls; each launch queues a GPU op on stream 7 that
@@ -412,6 +412,7 @@ class Program:
     head: str = "pool"            # pool: avgpool + Linear(512, classes) | mlp: Linear(8192, 4096) + Linear(4096, classes)
     resident_gb: float = 2.95     # GPU memory held outside the step (weights, optimizer state, other tensors)
     profile_from_start: bool = False  # schedule without wait/warmup: step 0 (lazy loading, allocator growth) recorded
+    detect_anomaly: bool = False  # torch.autograd.set_detect_anomaly(True) left on
 
 
 IMAGE = (3, 128, 128)
@@ -825,9 +826,25 @@ class TrainingLoop:
                         self.backward_graph()
                         sim.now[MAIN_TID] = max(sim.now[MAIN_TID], sim.now[AUTOGRAD_TID]) + sim.jitter(6000)
 
+    @contextlib.contextmanager
     def evaluate(self, backward_name: str, sequence: int):
-        return self.sim.op("autograd::engine::evaluate_function: %s" % backward_name, AUTOGRAD_TID, overhead_us=9.0,
-                           extra_args={"Sequence number": sequence, "Fwd thread id": 1})
+        """One node of the backward graph on the autograd thread. With anomaly detection on, the engine checks
+        every gradient the node returns for NaN: isnan, any, then .item() (a device-to-host copy and a wait)."""
+        sim = self.sim
+        t = AUTOGRAD_TID
+        with sim.op("autograd::engine::evaluate_function: %s" % backward_name, t, overhead_us=9.0,
+                    extra_args={"Sequence number": sequence, "Fwd thread id": 1}):
+            yield
+            if self.p.detect_anomaly and "AccumulateGrad" not in backward_name:
+                with sim.op("aten::isnan", t):
+                    with sim.op("aten::ne", t):
+                        sim.kernel(self.k(ELEMENTWISE.format(functor="at::native::(anonymous namespace)::CompareEqFunctor<c10::BFloat16>", arity=3)), 4.0, tid=t)
+                with sim.op("aten::any", t):
+                    sim.kernel(MAX_KERNEL.replace("max_values_kernel_cuda_impl<long, long>", "or_kernel_cuda<bool>"), 4.5, tid=t)
+                with sim.op("aten::item", t):
+                    with sim.op("aten::_local_scalar_dense", t):
+                        sim.memcpy("DtoH", "Pageable", 1, tid=t)
+                        sim.stream_synchronize(tid=t)
 
     def accumulate_grad(self, numel: int) -> None:
         """AccumulateGrad: with set_to_none the gradient is stolen (detach), else added into .grad."""
@@ -1095,9 +1112,10 @@ def dump(trace: dict) -> bytes:
     return out.getvalue().encode()
 
 
-def write(name: str, program: Program) -> None:
-    data = dump(record(program))
-    path = os.path.join(HERE, name + ".json.gz")
+def write(name: str, program: Program, directory: str = HERE, steps: int = 8) -> None:
+    data = dump(record(program, steps=steps))
+    os.makedirs(directory, exist_ok=True)
+    path = os.path.join(directory, name + ".json.gz")
     buffer = io.BytesIO()
     # mtime=0 and no file name in the header: the same input always gives the same bytes.
     with gzip.GzipFile(filename="", mode="wb", fileobj=buffer, compresslevel=9, mtime=0) as gz:
@@ -1167,6 +1185,9 @@ SCENARIOS = {
     # 18. profiler schedule without wait/warmup: step 0 (lazy module loading, allocator growth) is recorded
     "18_warmup_in_profiled_window": dataclasses.replace(WELL_TUNED, profile_from_start=True),
     "18_warmup_in_profiled_window_fixed": dataclasses.replace(WELL_TUNED, profile_from_start=False),
+    # 19. torch.autograd.set_detect_anomaly(True) left on  vs  off
+    "19_detect_anomaly": dataclasses.replace(WELL_TUNED, detect_anomaly=True),
+    "19_detect_anomaly_fixed": dataclasses.replace(WELL_TUNED, detect_anomaly=False),
     # The well-tuned loop: bf16 autocast on an A100, 4 pinned workers, no syncs, set_to_none, foreach SGD.
     "well_tuned": WELL_TUNED,
 }
@@ -1193,9 +1214,34 @@ def describe(name: str) -> str:
         name, lengths[len(lengths) // 2] / 1000.0, 100.0 * busy / (span[1] - span[0]), syncs)
 
 
+# Fixtures of rules PTA107-PTA120 (rules.d/<group>/<name>.tests/): the firing and the quiet program of the
+# scenario each rule is about, recorded over 4 steps to keep them small.
+RULES_DIR = os.path.join(HERE, "..", "..", "rules.d")
+FIXTURES = {
+    "memcpy/pageable-memcpy": "06_pageable_batch_copy",
+    "memcpy/blocking-batch-copy": "09_blocking_batch_copy",
+    "optimizer/zero-grad-without-set-to-none": "07_zero_grad_without_set_to_none",
+    "optimizer/single-tensor-optimizer": "10_single_tensor_optimizer",
+    "python-overhead/object-built-in-step": "04_loss_module_built_in_step",
+    "model/conv-bias-before-batchnorm": "11_conv_bias_before_batchnorm",
+    "memory/allocator-churn": "12_empty_cache_every_step",
+    "debug-mode/anomaly-detection-enabled": "19_detect_anomaly",
+    "debug-mode/launch-blocking-debug-mode": "13_cuda_launch_blocking",
+    "tensor-cores/fp32-matmul-without-tf32": "14_fp32_matmul_without_tf32",
+    "tensor-cores/half-precision-dims-not-multiple-of-8": "15_half_dims_not_multiple_of_8",
+    "memory/gpu-memory-underused": "16_small_batch_memory_underused",
+    "memory/gpu-memory-nearly-full": "17_gpu_memory_nearly_full",
+    "profiling/warmup-in-profiled-window": "18_warmup_in_profiled_window",
+}
+
+
 def main() -> None:
     for name, program in SCENARIOS.items():
         write(name, program)
+    for rule, scenario in FIXTURES.items():
+        directory = os.path.join(RULES_DIR, rule + ".tests")
+        write("fire", SCENARIOS[scenario], directory, steps=4)
+        write("quiet", SCENARIOS[scenario + "_fixed"], directory, steps=4)
     for name in SCENARIOS:
         print(describe(name))
 
