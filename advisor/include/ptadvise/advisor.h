@@ -1,15 +1,268 @@
 // From raw findings to advice: impact ranking, fingerprints, configuration, suppressions, baselines,
-// and the printers (text, json, sarif, github, junit, markdown). Printers only format.
+// the annotated trace and the printers (text, json, sarif, github, junit, markdown). Printers only format.
 #pragma once
 
+#include <iosfwd>
+#include <map>
+#include <optional>
 #include <string>
+#include <variant>
 #include <vector>
 
+#include "ptadvise/analysis.h"
 #include "ptadvise/finding.h"
+#include "ptadvise/rules.h"
 
 namespace ptadvise {
 
-// Stable identity of a finding: rule id + normalised site; never timestamps, pids or durations.
+// ---------------------------------------------------------------------------------------------------
+// Identity
+
+// Stable identity of a finding: rule id + normalised site (op, GPU op, op chain, source file and
+// function); never timestamps, pids, correlation ids, durations or line numbers. 16 hex digits.
 std::string fingerprint(const Finding& finding);
+
+// Replaces the parts of an event name that change between recordings of the same program with `N`:
+// instance suffixes (`NLLLoss_3`), step numbers (`ProfilerStep#12`), hex addresses (`0x7f3a…`).
+// Digits that are part of a name (`sm80_xmma_gemm_128x64`, `conv2d`) are kept.
+std::string normalize_name(std::string_view name);
+
+// One-line description of where a finding is, for humans and baselines:
+// "train.py:42 in train_step (aten::_local_scalar_dense)" or the op chain when there is no source.
+std::string describe_site(const Site& site);
+
+// ---------------------------------------------------------------------------------------------------
+// Ranking and totals
+
+// Ranks findings by estimated saving (descending); ties by severity (error first), then rule id, then
+// site. Fills `fingerprint` (made unique within the list with a `-2`, `-3`… suffix, in rank order, when
+// one site holds several findings of a rule) and `rank` (1-based).
+void rank_findings(std::vector<Finding>& findings);
+
+// What all findings of one trace can give back per step, counted once. Two findings that claim the same
+// site (the same source line, else the same op and GPU op) overlap: only the larger saving counts.
+// Different sites add up (idle time comes from one ledger in which each microsecond has one cause).
+// The total never exceeds the step time.
+double recoverable_ms_per_step(const std::vector<Finding>& findings, double step_ms);
+
+// ---------------------------------------------------------------------------------------------------
+// Configuration (.ptadvise.yaml)
+
+struct ConfigError {
+  std::string message;  // one line: file:line:column: what was expected
+};
+
+struct RuleOverride {
+  std::string rule;  // id or name as written
+  int line = 0;      // position in the config file, for messages
+  int column = 0;
+  std::optional<Severity> severity;
+  std::map<std::string, double> thresholds;
+};
+
+struct Config {
+  std::string path;  // file it came from; empty = defaults
+  std::vector<std::string> select;         // ids, names or tags; empty = all rules
+  std::vector<std::string> extend_select;  // added to `select`
+  std::vector<std::string> ignore;         // removed after selection
+  std::vector<RuleOverride> rules;         // per-rule severity and thresholds
+  std::vector<std::string> rule_directories;  // extra rule directories, resolved against the file's folder
+  std::optional<Severity> fail_on;
+  std::optional<std::string> source_root;  // resolved against the file's folder
+  std::optional<std::string> baseline;     // resolved against the file's folder
+};
+
+// Parses a configuration file; unknown keys and wrong types are errors naming line and column.
+std::variant<Config, ConfigError> load_config(const std::string& path);
+std::variant<Config, ConfigError> parse_config(const std::string& yaml_text, const std::string& label,
+                                               const std::string& base_directory);
+
+// `.ptadvise.yaml` in `start_directory` or the nearest parent that has one; empty when none.
+std::string find_config(const std::string& start_directory);
+
+// Rule ids selected by the configuration (and CLI selectors merged into it), with overrides resolved
+// to rule ids. Errors for selectors or override keys that name no rule, name or tag.
+std::variant<EvaluateOptions, ConfigError> resolve_selection(const Config& config, const RuleSet& rules);
+
+// The effective configuration as YAML (for --show-config).
+void print_config(const Config& config, std::ostream& out);
+
+// ---------------------------------------------------------------------------------------------------
+// Inline suppressions: `# ptadvise: ignore[PTA101, item-sync-in-step]` or a bare `# ptadvise: ignore`
+// on the Python line a finding points to.
+
+// True when `line` carries a suppression comment that covers the rule (by id or name).
+bool line_suppresses(std::string_view line, std::string_view rule_id, std::string_view rule_name);
+
+// Finds a finding's source file on this machine: as written when it exists (relative paths against
+// `source_root`), else the longest tail of its path that exists below `source_root` (traces recorded in
+// another checkout or container). Empty when not found.
+std::string locate_source(const std::string& file, const std::string& source_root);
+
+// Removes the findings suppressed in their source file (relative paths are resolved against
+// `source_root`; unreadable files suppress nothing). Returns how many were removed.
+size_t apply_suppressions(std::vector<Finding>& findings, const std::string& source_root);
+
+// ---------------------------------------------------------------------------------------------------
+// Baselines: accepted findings, by fingerprint.
+
+struct BaselineEntry {
+  std::string fingerprint;
+  std::string rule_id;
+  std::string rule_name;
+  std::string site;  // describe_site()
+  double saving_ms_per_step = 0;
+};
+
+struct Baseline {
+  std::string path;
+  std::vector<BaselineEntry> entries;  // sorted by (rule id, site, fingerprint)
+};
+
+std::variant<Baseline, ConfigError> load_baseline(const std::string& path);
+std::variant<Baseline, ConfigError> parse_baseline(const std::string& yaml_text, const std::string& label);
+// Entries of all findings (one per fingerprint), sorted.
+Baseline make_baseline(const std::vector<Finding>& findings);
+void write_baseline(const Baseline& baseline, std::ostream& out);
+
+struct BaselineMatch {
+  std::vector<bool> in_baseline;      // per finding
+  std::vector<BaselineEntry> stale;   // entries that matched no finding
+};
+BaselineMatch match_baseline(const Baseline& baseline, const std::vector<Finding>& findings);
+
+// ---------------------------------------------------------------------------------------------------
+// The report of one `check` run, as the printers see it.
+
+struct TraceReport {
+  std::string path;
+  std::optional<int> rank;
+  std::string device;          // e.g. "NVIDIA A100-SXM4-80GB", empty when unknown
+  size_t step_count = 0;
+  std::string step_note;       // how steps were found
+  double step_ms = 0;          // median step time
+  double gpu_busy_pct = 0;
+  double recoverable_ms = 0;   // per step, counted once (recoverable_ms_per_step)
+  std::vector<std::string> warnings;  // load warnings, already phrased
+  std::vector<Finding> findings;      // ranked
+  std::vector<bool> new_finding;      // per finding: not in the baseline (all true without one)
+  std::optional<Summary> summary;
+};
+
+struct Report {
+  std::string tool_version;
+  std::vector<TraceReport> traces;
+  std::vector<RuleInfo> rules;  // the rules that ran
+  Severity fail_on = Severity::Warning;
+  bool has_baseline = false;
+  std::vector<BaselineEntry> stale;  // baseline entries that no longer occur
+  size_t suppressed = 0;             // findings removed by inline comments
+  std::string source_root;           // for repo-relative paths in SARIF/GitHub output
+
+  // Findings that make the run fail: at or above fail_on and not in the baseline.
+  size_t failing_count() const;
+  size_t finding_count() const;
+};
+
+bool is_failing(const Report& report, const TraceReport& trace, size_t finding_index);
+
+// ---------------------------------------------------------------------------------------------------
+// Printers
+
+enum class OutputFormat { Text, Json, Sarif, Github, Junit, Markdown };
+std::optional<OutputFormat> parse_output_format(std::string_view text);
+std::string_view to_string(OutputFormat format);
+
+struct PrintOptions {
+  bool color = false;
+  size_t github_limit_per_level = 10;  // GitHub shows at most 10 annotations of each level per step
+};
+
+void print_report(const Report& report, OutputFormat format, std::ostream& out, const PrintOptions& options = {});
+void print_text(const Report& report, std::ostream& out, bool color);
+void print_json(const Report& report, std::ostream& out);
+void print_sarif(const Report& report, std::ostream& out);
+void print_github(const Report& report, std::ostream& out, size_t limit_per_level = 10);
+void print_junit(const Report& report, std::ostream& out);
+void print_markdown(const Report& report, std::ostream& out);
+
+// Escaping used by the printers, exposed for tests.
+std::string json_escape(std::string_view text);
+std::string xml_escape(std::string_view text);
+std::string github_escape_data(std::string_view text);      // %, CR, LF
+std::string github_escape_property(std::string_view text);  // also : and ,
+
+// A path relative to `root` when it lies below it, else unchanged (forward slashes).
+std::string relative_path(const std::string& path, const std::string& root);
+
+// ---------------------------------------------------------------------------------------------------
+// Annotated trace: a copy of the trace with one track per finding (process "ptadvise findings") holding
+// an `X` event over each evidence interval. The original bytes are copied unchanged; the new events are
+// spliced in at the start of `traceEvents`. Gzip input is read; OUT ending in `.gz` is written gzipped.
+
+struct AnnotateError {
+  std::string message;
+};
+std::optional<AnnotateError> write_annotated_trace(const std::string& trace_path, const std::vector<Finding>& findings,
+                                                   const std::string& out_path);
+// The JSON events (comma-separated, no brackets) that write_annotated_trace splices in.
+std::string annotation_events(const std::vector<Finding>& findings);
+
+// ---------------------------------------------------------------------------------------------------
+// The `check` pipeline as a library call, shared by `ptadvise check` and `ptadvise run`.
+
+struct CheckOptions {
+  std::vector<std::string> traces;      // files or directories
+  std::vector<std::string> rule_directories;  // empty = the shipped rules (plus config's extra ones)
+  std::string config_path;              // empty = discover .ptadvise.yaml upward from the cwd
+  std::string format = "text";          // stdout format
+  std::vector<std::pair<std::string, std::string>> outputs;  // FORMAT, FILE
+  std::optional<std::string> fail_on;   // overrides the config
+  bool exit_zero = false;
+  std::string baseline_path;
+  std::string write_baseline_path;
+  bool prune_baseline = false;
+  std::string annotate_path;
+  std::vector<std::string> select;      // replaces the config's select when given
+  std::vector<std::string> ignore;      // added to the config's ignore
+  bool show_config = false;
+  std::string color = "auto";           // auto | always | never
+  std::optional<std::string> source_root;
+};
+
+// Runs the whole check; returns the exit code (0 clean, 1 failing findings, 2 usage/input error).
+// Errors and warnings go to `err` as "ptadvise: error: …" lines.
+int run_check(const CheckOptions& options, std::ostream& out, std::ostream& err);
+
+// ---------------------------------------------------------------------------------------------------
+// `ptadvise diff BASE NEW`
+
+struct TimeChange {
+  std::string name;
+  double base_ms_per_step = 0;
+  double new_ms_per_step = 0;
+  double delta_ms() const { return new_ms_per_step - base_ms_per_step; }
+};
+
+struct DiffReport {
+  std::string base_path, new_path;
+  double base_step_ms = 0, new_step_ms = 0;
+  double step_change_pct = 0;  // (new - base) / base, in %
+  std::vector<Finding> appeared;     // in NEW, not in BASE (by fingerprint)
+  std::vector<Finding> disappeared;  // in BASE, not in NEW
+  std::vector<TimeChange> kernels;   // biggest absolute changes of GPU kernel time per step
+  std::vector<TimeChange> ops;       // biggest absolute changes of CPU op time per step
+  double max_regression_pct = 5;
+  bool regressed() const { return step_change_pct > max_regression_pct; }
+};
+
+// Kernel and CPU-op time per step, by normalised name, for one analysed trace.
+std::map<std::string, double> kernel_ms_per_step(const Analysis& analysis);
+std::map<std::string, double> cpu_op_ms_per_step(const Analysis& analysis);
+
+DiffReport diff_analyses(const Analysis& base, std::vector<Finding> base_findings, const Analysis& next,
+                         std::vector<Finding> next_findings, size_t top_n = 10);
+void print_diff_text(const DiffReport& diff, std::ostream& out);
+void print_diff_json(const DiffReport& diff, std::ostream& out);
 
 }  // namespace ptadvise

@@ -1,0 +1,239 @@
+// `--annotate OUT`: a copy of the trace with the findings on their own track, for Perfetto.
+// The original bytes are streamed through unchanged; our events are spliced in at the start of
+// `traceEvents` (or of the top-level array in the 2020 form), so nothing of the original is re-encoded.
+#include <zlib.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <memory>
+
+#include "format.h"
+#include "ptadvise/advisor.h"
+
+namespace ptadvise {
+
+namespace {
+
+using format::fixed;
+using format::jstr;
+
+// A process id no real trace uses (Linux pids stay below 2^22; Kineto GPU pids are device indices),
+// small enough for viewers that keep pids in 32 bits.
+constexpr int64_t kFindingsPid = 1000000000;
+
+// Finds where `traceEvents` (or a bare top-level array) opens, one byte at a time, across chunks.
+class InsertionFinder {
+ public:
+  // True when `c` is the '[' after which the events go.
+  bool feed(char c) {
+    if (in_string_) {
+      if (escape_) {
+        escape_ = false;
+        remember(c);
+      } else if (c == '\\') {
+        escape_ = true;
+        remember(c);
+      } else if (c == '"') {
+        in_string_ = false;
+        state_ = depth_ == 1 ? State::AfterString : State::None;
+      } else {
+        remember(c);
+      }
+      return false;
+    }
+    switch (c) {
+      case ' ': case '\t': case '\n': case '\r':
+        return false;
+      case '"':
+        in_string_ = true;
+        text_.clear();
+        return false;
+      case ':':
+        if (state_ == State::AfterString) {
+          key_ = text_;
+          state_ = State::AfterColon;
+        } else {
+          state_ = State::None;
+        }
+        return false;
+      case '[': {
+        bool found = depth_ == 0 || (depth_ == 1 && state_ == State::AfterColon && key_ == "traceEvents");
+        ++depth_;
+        state_ = State::None;
+        return found;
+      }
+      case '{':
+        ++depth_;
+        state_ = State::None;
+        return false;
+      case ']': case '}':
+        --depth_;
+        state_ = State::None;
+        return false;
+      default:
+        state_ = State::None;
+        return false;
+    }
+  }
+
+ private:
+  enum class State { None, AfterString, AfterColon };
+  void remember(char c) {
+    if (text_.size() < 32) text_ += c;  // keys we care about are short
+  }
+  int depth_ = 0;
+  bool in_string_ = false;
+  bool escape_ = false;
+  State state_ = State::None;
+  std::string text_;
+  std::string key_;
+};
+
+class Output {
+ public:
+  explicit Output(const std::string& path) {
+    gzip_ = path.size() > 3 && path.compare(path.size() - 3, 3, ".gz") == 0;
+    if (gzip_) {
+      gz_ = gzopen(path.c_str(), "wb6");
+    } else {
+      file_ = std::fopen(path.c_str(), "wb");
+    }
+  }
+  ~Output() { close(); }
+  Output(const Output&) = delete;
+  Output& operator=(const Output&) = delete;
+  bool ok() const { return (gzip_ ? gz_ != nullptr : file_ != nullptr) && !failed_; }
+  void write(const char* data, size_t size) {
+    if (size == 0 || !ok()) return;
+    if (gzip_) {
+      failed_ = gzwrite(gz_, data, static_cast<unsigned>(size)) != static_cast<int>(size);
+    } else {
+      failed_ = std::fwrite(data, 1, size, file_) != size;
+    }
+  }
+  void write(const std::string& text) { write(text.data(), text.size()); }
+  bool close() {
+    bool good = ok();
+    if (gz_) good = gzclose(gz_) == Z_OK && good;
+    if (file_) good = std::fclose(file_) == 0 && good;
+    gz_ = nullptr;
+    file_ = nullptr;
+    return good;
+  }
+
+ private:
+  bool gzip_ = false;
+  bool failed_ = false;
+  gzFile gz_ = nullptr;
+  std::FILE* file_ = nullptr;
+};
+
+}  // namespace
+
+std::string annotation_events(const std::vector<Finding>& findings) {
+  std::string out;
+  auto add = [&](const std::string& event) {
+    if (!out.empty()) out += ",\n";
+    out += event;
+  };
+  const std::string pid = std::to_string(kFindingsPid);
+  bool any = false;
+  for (const auto& f : findings) any = any || !f.evidence.empty();
+  if (!any) return out;
+  add("{\"ph\": \"M\", \"name\": \"process_name\", \"pid\": " + pid +
+      ", \"tid\": 0, \"args\": {\"name\": \"ptadvise findings\"}}");
+  add("{\"ph\": \"M\", \"name\": \"process_sort_index\", \"pid\": " + pid + ", \"tid\": 0, \"args\": {\"sort_index\": -1}}");
+  for (size_t k = 0; k < findings.size(); ++k) {
+    const Finding& f = findings[k];
+    if (f.evidence.empty()) continue;
+    // One track per finding, in rank order.
+    std::string tid = std::to_string(f.rank > 0 ? f.rank : static_cast<int>(k + 1));
+    std::string label = "#" + tid + " " + f.rule_id + " " + f.rule_name;
+    add("{\"ph\": \"M\", \"name\": \"thread_name\", \"pid\": " + pid + ", \"tid\": " + tid + ", \"args\": {\"name\": " +
+        jstr(label) + "}}");
+    add("{\"ph\": \"M\", \"name\": \"thread_sort_index\", \"pid\": " + pid + ", \"tid\": " + tid +
+        ", \"args\": {\"sort_index\": " + tid + "}}");
+    for (const auto& e : f.evidence) {
+      double dur_us = std::max(static_cast<double>(e.dur_ns) / 1000.0, 0.001);
+      std::string args = "{\"rule\": " + jstr(f.rule_id) + ", \"name\": " + jstr(f.rule_name) +
+                         ", \"message\": " + jstr(f.message) + ", \"fix\": " + jstr(f.fix) +
+                         ", \"saving_ms_per_step\": " + fixed(f.saving_ms_per_step, 3) +
+                         ", \"fingerprint\": " + jstr(f.fingerprint) + ", \"event\": " + jstr(e.event) +
+                         ", \"track\": " + jstr(e.track) + "}";
+      add("{\"ph\": \"X\", \"cat\": \"ptadvise\", \"name\": " + jstr(f.rule_id + " " + f.rule_name) +
+          ", \"pid\": " + pid + ", \"tid\": " + tid + ", \"ts\": " + std::to_string(e.abs_ts_us) +
+          ", \"dur\": " + fixed(dur_us, 3) + ", \"args\": " + args + "}");
+    }
+  }
+  return out;
+}
+
+std::optional<AnnotateError> write_annotated_trace(const std::string& trace_path, const std::vector<Finding>& findings,
+                                                   const std::string& out_path) {
+  // gzread reads plain files unchanged and gzip files (all members) decompressed.
+  gzFile in = gzopen(trace_path.c_str(), "rb");
+  if (!in) return AnnotateError{trace_path + ": cannot open the trace to annotate"};
+  std::unique_ptr<gzFile_s, int (*)(gzFile)> in_guard(in, gzclose);
+  gzbuffer(in, 1 << 20);
+
+  const std::string temp_path = out_path + ".tmp";
+  Output out(temp_path);
+  if (!out.ok()) return AnnotateError{out_path + ": cannot write the annotated trace"};
+
+  const std::string events = annotation_events(findings);
+  InsertionFinder finder;
+  enum class Phase { Searching, AfterBracket, Copying } phase = Phase::Searching;
+  std::vector<char> chunk(1 << 20);
+  std::string held;  // whitespace after '[' until we know whether the array is empty
+  while (true) {
+    int got = gzread(in, chunk.data(), static_cast<unsigned>(chunk.size()));
+    if (got < 0) {
+      int code = 0;
+      const char* message = gzerror(in, &code);
+      out.close();
+      std::filesystem::remove(temp_path);
+      return AnnotateError{trace_path + ": cannot read the trace: " + (message ? message : "read error")};
+    }
+    if (got == 0) break;
+    size_t size = static_cast<size_t>(got);
+    size_t copied_from = 0;
+    for (size_t i = 0; i < size && phase != Phase::Copying; ++i) {
+      char c = chunk[i];
+      if (phase == Phase::Searching) {
+        if (finder.feed(c)) {
+          out.write(chunk.data() + copied_from, i + 1 - copied_from);
+          copied_from = i + 1;
+          phase = Phase::AfterBracket;
+        }
+      } else if (c == ' ' || c == '\t' || c == '\n' || c == '\r') {
+        held += c;
+        copied_from = i + 1;
+      } else {
+        if (!events.empty()) out.write("\n" + events + (c == ']' ? "" : ","));
+        out.write(held);
+        copied_from = i;
+        phase = Phase::Copying;
+      }
+    }
+    out.write(chunk.data() + copied_from, size - copied_from);
+  }
+  if (phase == Phase::Searching) {
+    out.close();
+    std::filesystem::remove(temp_path);
+    return AnnotateError{trace_path + ": no traceEvents array found; nothing to annotate"};
+  }
+  if (phase == Phase::AfterBracket) {  // the file ends right after '[': cut short
+    if (!events.empty()) out.write("\n" + events);
+    out.write(held);
+  }
+  if (!out.close()) {
+    std::filesystem::remove(temp_path);
+    return AnnotateError{out_path + ": cannot write the annotated trace"};
+  }
+  std::error_code ec;
+  std::filesystem::rename(temp_path, out_path, ec);
+  if (ec) return AnnotateError{out_path + ": cannot write the annotated trace: " + ec.message()};
+  return std::nullopt;
+}
+
+}  // namespace ptadvise

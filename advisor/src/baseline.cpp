@@ -1,0 +1,142 @@
+#include <yaml-cpp/yaml.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <fstream>
+#include <map>
+#include <ostream>
+#include <set>
+#include <sstream>
+
+#include "ptadvise/advisor.h"
+
+namespace ptadvise {
+
+namespace {
+
+std::string where(const std::string& label, const YAML::Mark& mark) {
+  if (mark.line < 0) return label;
+  return label + ":" + std::to_string(mark.line + 1) + ":" + std::to_string(mark.column + 1);
+}
+
+void sort_entries(std::vector<BaselineEntry>& entries) {
+  std::sort(entries.begin(), entries.end(), [](const BaselineEntry& a, const BaselineEntry& b) {
+    return std::tie(a.rule_id, a.site, a.fingerprint) < std::tie(b.rule_id, b.site, b.fingerprint);
+  });
+}
+
+}  // namespace
+
+std::variant<Baseline, ConfigError> parse_baseline(const std::string& yaml_text, const std::string& label) {
+  Baseline baseline;
+  baseline.path = label;
+  try {
+    YAML::Node root = YAML::Load(yaml_text);
+    if (!root.IsMap()) return ConfigError{where(label, root.Mark()) + ": expected a baseline with a findings list"};
+    YAML::Node version = root["version"];
+    if (version && (!version.IsScalar() || version.Scalar() != "1")) {
+      return ConfigError{where(label, version.Mark()) + ": version: expected 1"};
+    }
+    YAML::Node findings = root["findings"];
+    if (!findings || !(findings.IsSequence() || findings.IsNull())) {
+      return ConfigError{where(label, root.Mark()) + ": findings: expected a list of accepted findings"};
+    }
+    for (const auto& item : findings) {
+      if (!item.IsMap()) return ConfigError{where(label, item.Mark()) + ": expected a finding entry (a map)"};
+      BaselineEntry entry;
+      auto text = [&](const char* key, bool required, std::string& into) -> std::optional<ConfigError> {
+        YAML::Node value = item[key];
+        if (!value) {
+          if (required) return ConfigError{where(label, item.Mark()) + ": entry without '" + key + "'"};
+          return std::nullopt;
+        }
+        if (!value.IsScalar()) return ConfigError{where(label, value.Mark()) + ": " + key + ": expected a string"};
+        into = value.Scalar();
+        return std::nullopt;
+      };
+      if (auto e = text("fingerprint", true, entry.fingerprint)) return *e;
+      if (auto e = text("rule", true, entry.rule_id)) return *e;
+      if (auto e = text("name", false, entry.rule_name)) return *e;
+      if (auto e = text("site", false, entry.site)) return *e;
+      if (YAML::Node cost = item["saving_ms_per_step"]) {
+        try {
+          entry.saving_ms_per_step = cost.as<double>();
+        } catch (const YAML::Exception&) {
+          return ConfigError{where(label, cost.Mark()) + ": saving_ms_per_step: expected a number"};
+        }
+      }
+      baseline.entries.push_back(std::move(entry));
+    }
+  } catch (const YAML::Exception& e) {
+    return ConfigError{where(label, e.mark) + ": invalid YAML: " + e.msg};
+  }
+  sort_entries(baseline.entries);
+  return baseline;
+}
+
+std::variant<Baseline, ConfigError> load_baseline(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return ConfigError{path + ": cannot read the baseline file"};
+  std::stringstream text;
+  text << in.rdbuf();
+  return parse_baseline(text.str(), path);
+}
+
+Baseline make_baseline(const std::vector<Finding>& findings) {
+  // One entry per fingerprint; the same finding on several ranks keeps its largest cost.
+  std::map<std::string, BaselineEntry> by_fingerprint;
+  for (const auto& finding : findings) {
+    std::string print = finding.fingerprint.empty() ? fingerprint(finding) : finding.fingerprint;
+    auto [it, inserted] = by_fingerprint.try_emplace(print);
+    BaselineEntry& entry = it->second;
+    if (inserted) {
+      entry.fingerprint = print;
+      entry.rule_id = finding.rule_id;
+      entry.rule_name = finding.rule_name;
+      entry.site = describe_site(finding.site);
+    }
+    entry.saving_ms_per_step = std::max(entry.saving_ms_per_step, finding.saving_ms_per_step);
+  }
+  Baseline baseline;
+  for (auto& [print, entry] : by_fingerprint) baseline.entries.push_back(std::move(entry));
+  sort_entries(baseline.entries);
+  return baseline;
+}
+
+void write_baseline(const Baseline& baseline, std::ostream& out) {
+  out << "# ptadvise baseline: accepted findings. `ptadvise check --baseline FILE` fails only on findings\n"
+         "# not listed here. Regenerate with `ptadvise check --write-baseline FILE`.\n"
+         "version: 1\n";
+  if (baseline.entries.empty()) {
+    out << "findings: []\n";
+    return;
+  }
+  out << "findings:\n";
+  for (const auto& entry : baseline.entries) {
+    char cost[64];
+    std::snprintf(cost, sizeof cost, "%.3f", entry.saving_ms_per_step);
+    out << "  - fingerprint: \"" << json_escape(entry.fingerprint) << "\"\n"
+        << "    rule: \"" << json_escape(entry.rule_id) << "\"\n"
+        << "    name: \"" << json_escape(entry.rule_name) << "\"\n"
+        << "    site: \"" << json_escape(entry.site) << "\"\n"
+        << "    saving_ms_per_step: " << cost << "\n";
+  }
+}
+
+BaselineMatch match_baseline(const Baseline& baseline, const std::vector<Finding>& findings) {
+  std::set<std::string> accepted;
+  for (const auto& entry : baseline.entries) accepted.insert(entry.fingerprint);
+  std::set<std::string> present;
+  BaselineMatch match;
+  match.in_baseline.reserve(findings.size());
+  for (const auto& finding : findings) {
+    present.insert(finding.fingerprint);
+    match.in_baseline.push_back(accepted.count(finding.fingerprint) > 0);
+  }
+  for (const auto& entry : baseline.entries) {
+    if (!present.count(entry.fingerprint)) match.stale.push_back(entry);
+  }
+  return match;
+}
+
+}  // namespace ptadvise

@@ -1,0 +1,267 @@
+// The `check` pipeline: configuration -> rules -> traces -> findings -> suppressions -> ranking ->
+// baseline -> outputs -> exit code. Shared by `ptadvise check` and `ptadvise run`.
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+
+#include "ptadvise/advisor.h"
+#include "ptadvise/loader.h"
+#include "ptadvise/rules.h"
+
+#ifndef PTADVISE_VERSION
+#define PTADVISE_VERSION "0.1.0"
+#endif
+
+namespace ptadvise {
+
+namespace {
+
+constexpr int kClean = 0;
+constexpr int kFailing = 1;
+constexpr int kInputError = 2;
+
+struct Failure {
+  std::string message;
+};
+
+bool use_color(const std::string& mode, const std::ostream& out) {
+  if (mode == "always") return true;
+  if (mode == "never") return false;
+  const char* no_color = std::getenv("NO_COLOR");
+  if (no_color && *no_color) return false;
+  const char* term = std::getenv("TERM");
+  if (term && std::string_view(term) == "dumb") return false;
+  return &out == &std::cout && isatty(STDOUT_FILENO) == 1;
+}
+
+// OUT for one trace of several: `out.json` -> `out.rank1.json` (`.json.gz` kept together).
+std::string per_trace_path(const std::string& path, const TraceReport& trace, size_t index, size_t count) {
+  if (count <= 1) return path;
+  std::string tag = trace.rank ? "rank" + std::to_string(*trace.rank) : "trace" + std::to_string(index);
+  for (const char* ext : {".json.gz", ".json", ".gz"}) {
+    std::string_view e(ext);
+    if (path.size() > e.size() && path.compare(path.size() - e.size(), e.size(), e) == 0) {
+      return path.substr(0, path.size() - e.size()) + "." + tag + std::string(e);
+    }
+  }
+  return path + "." + tag;
+}
+
+bool write_file(const std::string& path, const std::string& text, bool append = false) {
+  std::ofstream file(path, append ? std::ios::binary | std::ios::app : std::ios::binary | std::ios::trunc);
+  file << text;
+  file.close();
+  return static_cast<bool>(file);
+}
+
+Config effective_config(const CheckOptions& options) {
+  Config config;
+  std::string path = options.config_path;
+  if (path.empty()) {
+    std::error_code ec;
+    path = find_config(std::filesystem::current_path(ec).string());
+  }
+  if (!path.empty()) {
+    auto loaded = load_config(path);
+    if (auto* error = std::get_if<ConfigError>(&loaded)) throw Failure{error->message};
+    config = std::get<Config>(std::move(loaded));
+  }
+  if (!options.select.empty()) config.select = options.select;
+  config.ignore.insert(config.ignore.end(), options.ignore.begin(), options.ignore.end());
+  if (options.fail_on) {
+    auto severity = parse_severity(*options.fail_on);
+    if (!severity) throw Failure{"--fail-on: expected info, warning or error, got '" + *options.fail_on + "'"};
+    config.fail_on = severity;
+  }
+  if (options.source_root) config.source_root = *options.source_root;
+  for (const auto& dir : options.rule_directories) config.rule_directories.push_back(dir);
+  return config;
+}
+
+std::vector<std::pair<OutputFormat, std::string>> parse_outputs(const CheckOptions& options) {
+  std::vector<std::pair<OutputFormat, std::string>> outputs;
+  for (const auto& [name, file] : options.outputs) {
+    auto format = parse_output_format(name);
+    if (!format) {
+      throw Failure{"--output: unknown format '" + name + "' (expected text, json, sarif, github, junit or markdown)"};
+    }
+    if (file.empty()) throw Failure{"--output " + name + "=FILE: the file name is missing"};
+    outputs.emplace_back(*format, file);
+  }
+  return outputs;
+}
+
+TraceReport analyse_trace(const Timeline& timeline, const RuleSet& rules, const EvaluateOptions& selection,
+                          const std::string& source_root, size_t& suppressed) {
+  Analysis analysis = analyze(timeline);
+  Summary summary = summarize(analysis);
+  TraceReport trace;
+  trace.path = timeline.path;
+  trace.rank = timeline.rank;
+  for (const auto& device : summary.devices) {
+    if (!device.name.empty()) {
+      trace.device = device.name;
+      break;
+    }
+  }
+  trace.step_count = summary.step_count;
+  trace.step_note = summary.step_note;
+  trace.step_ms = summary.median_step_ms;
+  trace.gpu_busy_pct = summary.gpu_busy_pct;
+  trace.warnings = timeline.stats.warnings;
+  trace.findings = evaluate(rules, analysis, selection);
+  for (auto& finding : trace.findings) {
+    if (finding.trace_path.empty()) finding.trace_path = timeline.path;
+    if (!finding.trace_rank) finding.trace_rank = timeline.rank;
+  }
+  suppressed += apply_suppressions(trace.findings, source_root);
+  rank_findings(trace.findings);
+  trace.recoverable_ms = recoverable_ms_per_step(trace.findings, trace.step_ms);
+  trace.summary = std::move(summary);
+  return trace;
+}
+
+int run(const CheckOptions& options, std::ostream& out, std::ostream& err) {
+  Config config = effective_config(options);
+  if (options.show_config) {
+    print_config(config, out);
+    return kClean;
+  }
+  auto stdout_format = parse_output_format(options.format);
+  if (!stdout_format) {
+    throw Failure{"--format: unknown format '" + options.format +
+                  "' (expected text, json, sarif, github, junit or markdown)"};
+  }
+  auto outputs = parse_outputs(options);
+  if (options.color != "auto" && options.color != "always" && options.color != "never") {
+    throw Failure{"--color: expected auto, always or never, got '" + options.color + "'"};
+  }
+  if (options.traces.empty()) throw Failure{"no trace given (usage: ptadvise check TRACE...)"};
+  std::string baseline_path = options.baseline_path.empty() ? config.baseline.value_or("") : options.baseline_path;
+  if (options.prune_baseline && baseline_path.empty()) throw Failure{"--prune-baseline needs --baseline FILE"};
+
+  std::vector<std::string> directories{default_rules_directory()};
+  directories.insert(directories.end(), config.rule_directories.begin(), config.rule_directories.end());
+  auto loaded_rules = load_rules(directories);
+  if (auto* error = std::get_if<RuleError>(&loaded_rules)) throw Failure{error->message};
+  const RuleSet& rules = std::get<RuleSet>(loaded_rules);
+  auto selection = resolve_selection(config, rules);
+  if (auto* error = std::get_if<ConfigError>(&selection)) throw Failure{error->message};
+
+  std::optional<Baseline> baseline;
+  if (!baseline_path.empty()) {
+    auto loaded = load_baseline(baseline_path);
+    if (auto* error = std::get_if<ConfigError>(&loaded)) throw Failure{error->message};
+    baseline = std::get<Baseline>(std::move(loaded));
+  }
+
+  auto loaded_traces = load_traces(options.traces);
+  if (auto* error = std::get_if<LoadError>(&loaded_traces)) throw Failure{error->message};
+  const auto& timelines = std::get<std::vector<Timeline>>(loaded_traces);
+
+  Report report;
+  report.tool_version = PTADVISE_VERSION;
+  report.fail_on = config.fail_on.value_or(Severity::Warning);
+  std::error_code ec;
+  report.source_root = config.source_root.value_or(std::filesystem::current_path(ec).string());
+  for (const auto& rule : rules.infos()) {
+    const auto& skip = std::get<EvaluateOptions>(selection).skip;
+    if (std::find(skip.begin(), skip.end(), rule.id) != skip.end()) continue;
+    RuleInfo info = rule;
+    auto severity = std::get<EvaluateOptions>(selection).severities.find(rule.id);
+    if (severity != std::get<EvaluateOptions>(selection).severities.end()) info.severity = severity->second;
+    report.rules.push_back(std::move(info));
+  }
+  for (const auto& timeline : timelines) {
+    for (const auto& warning : timeline.stats.warnings) err << "ptadvise: warning: " << warning << "\n";
+    report.traces.push_back(
+        analyse_trace(timeline, rules, std::get<EvaluateOptions>(selection), report.source_root, report.suppressed));
+  }
+
+  std::vector<Finding> all;
+  for (const auto& trace : report.traces) all.insert(all.end(), trace.findings.begin(), trace.findings.end());
+  if (!options.write_baseline_path.empty()) {
+    std::ostringstream text;
+    Baseline written = make_baseline(all);
+    write_baseline(written, text);
+    if (!write_file(options.write_baseline_path, text.str())) {
+      throw Failure{options.write_baseline_path + ": cannot write the baseline"};
+    }
+    err << "ptadvise: wrote " << written.entries.size() << " baseline entries to " << options.write_baseline_path
+        << "\n";
+    baseline = std::move(written);  // everything just accepted: this run passes
+  }
+  if (baseline) {
+    report.has_baseline = true;
+    BaselineMatch match = match_baseline(*baseline, all);
+    size_t k = 0;
+    for (auto& trace : report.traces) {
+      trace.new_finding.clear();
+      for (size_t i = 0; i < trace.findings.size(); ++i) trace.new_finding.push_back(!match.in_baseline[k++]);
+    }
+    report.stale = match.stale;
+    if (options.prune_baseline && !match.stale.empty()) {
+      Baseline pruned = *baseline;
+      std::erase_if(pruned.entries, [&](const BaselineEntry& entry) {
+        return std::any_of(match.stale.begin(), match.stale.end(),
+                           [&](const BaselineEntry& s) { return s.fingerprint == entry.fingerprint; });
+      });
+      std::ostringstream text;
+      write_baseline(pruned, text);
+      if (!write_file(baseline_path, text.str())) throw Failure{baseline_path + ": cannot rewrite the baseline"};
+      err << "ptadvise: removed " << match.stale.size() << " stale entries from " << baseline_path << "\n";
+      report.stale.clear();
+    }
+  } else {
+    for (auto& trace : report.traces) trace.new_finding.assign(trace.findings.size(), true);
+  }
+
+  if (!options.annotate_path.empty()) {
+    for (size_t i = 0; i < report.traces.size(); ++i) {
+      const TraceReport& trace = report.traces[i];
+      std::string path = per_trace_path(options.annotate_path, trace, i, report.traces.size());
+      if (auto error = write_annotated_trace(trace.path, trace.findings, path)) throw Failure{error->message};
+    }
+  }
+
+  PrintOptions print;
+  print.color = use_color(options.color, out);
+  bool github = *stdout_format == OutputFormat::Github;
+  for (const auto& [format, file] : outputs) {
+    std::ostringstream text;
+    PrintOptions file_print;  // files never get colour
+    print_report(report, format, text, file_print);
+    if (!write_file(file, text.str())) throw Failure{file + ": cannot write the " + std::string(to_string(format)) + " report"};
+    github = github || format == OutputFormat::Github;
+  }
+  print_report(report, *stdout_format, out, print);
+  if (github) {
+    const char* summary_path = std::getenv("GITHUB_STEP_SUMMARY");
+    if (summary_path && *summary_path) {
+      std::ostringstream text;
+      print_markdown(report, text);
+      if (!write_file(summary_path, text.str(), true)) err << "ptadvise: warning: cannot append to $GITHUB_STEP_SUMMARY\n";
+    }
+  }
+  out.flush();
+  if (options.exit_zero) return kClean;
+  return report.failing_count() > 0 ? kFailing : kClean;
+}
+
+}  // namespace
+
+int run_check(const CheckOptions& options, std::ostream& out, std::ostream& err) {
+  try {
+    return run(options, out, err);
+  } catch (const Failure& failure) {
+    err << "ptadvise: error: " << failure.message << "\n";
+    return kInputError;
+  }
+}
+
+}  // namespace ptadvise

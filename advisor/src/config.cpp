@@ -1,0 +1,249 @@
+#include <yaml-cpp/yaml.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <ostream>
+#include <set>
+#include <sstream>
+
+#include "ptadvise/advisor.h"
+
+namespace ptadvise {
+
+namespace {
+
+namespace fs = std::filesystem;
+
+struct ConfigFailure {
+  std::string message;
+};
+
+std::string where(const std::string& label, const YAML::Mark& mark) {
+  if (mark.line < 0) return label;
+  return label + ":" + std::to_string(mark.line + 1) + ":" + std::to_string(mark.column + 1);
+}
+
+[[noreturn]] void fail(const std::string& label, const YAML::Node& node, const std::string& what) {
+  throw ConfigFailure{where(label, node.Mark()) + ": " + what};
+}
+
+std::string resolve_against(const std::string& path, const std::string& base_directory) {
+  if (path.empty() || fs::path(path).is_absolute() || base_directory.empty()) return path;
+  return (fs::path(base_directory) / path).lexically_normal().string();
+}
+
+std::string scalar(const std::string& label, const YAML::Node& node, const std::string& key) {
+  if (!node.IsScalar()) fail(label, node, key + ": expected a string");
+  return node.Scalar();
+}
+
+std::vector<std::string> string_list(const std::string& label, const YAML::Node& node, const std::string& key) {
+  std::vector<std::string> items;
+  if (node.IsNull()) return items;
+  if (node.IsScalar()) {
+    items.push_back(node.Scalar());
+    return items;
+  }
+  if (!node.IsSequence()) fail(label, node, key + ": expected a rule id, name or tag, or a list of them");
+  for (const auto& item : node) {
+    if (!item.IsScalar()) fail(label, item, key + ": expected a rule id, name or tag");
+    items.push_back(item.Scalar());
+  }
+  return items;
+}
+
+Severity severity_of(const std::string& label, const YAML::Node& node, const std::string& key) {
+  auto severity = parse_severity(scalar(label, node, key));
+  if (!severity) fail(label, node, key + ": expected info, warning or error, got '" + node.Scalar() + "'");
+  return *severity;
+}
+
+double number_of(const std::string& label, const YAML::Node& node, const std::string& key) {
+  if (!node.IsScalar()) fail(label, node, key + ": expected a number");
+  const std::string& text = node.Scalar();
+  try {
+    size_t used = 0;
+    double value = std::stod(text, &used);
+    if (used == text.size()) return value;
+  } catch (const std::exception&) {
+  }
+  fail(label, node, key + ": expected a number, got '" + text + "'");
+}
+
+RuleOverride parse_override(const std::string& label, const std::string& rule, const YAML::Node& key_node,
+                            const YAML::Node& body) {
+  RuleOverride entry;
+  entry.rule = rule;
+  entry.line = key_node.Mark().line + 1;
+  entry.column = key_node.Mark().column + 1;
+  if (!body.IsMap()) fail(label, body, "rules." + rule + ": expected a map with severity and/or thresholds");
+  for (const auto& field : body) {
+    std::string key = scalar(label, field.first, "rules." + rule);
+    std::string path = "rules." + rule + "." + key;
+    if (key == "severity") {
+      entry.severity = severity_of(label, field.second, path);
+    } else if (key == "thresholds") {
+      if (!field.second.IsMap()) fail(label, field.second, path + ": expected a map of threshold name to number");
+      for (const auto& threshold : field.second) {
+        std::string name = scalar(label, threshold.first, path);
+        entry.thresholds[name] = number_of(label, threshold.second, path + "." + name);
+      }
+    } else {
+      fail(label, field.first, path + ": unknown key (expected severity or thresholds)");
+    }
+  }
+  return entry;
+}
+
+Config parse_document(const YAML::Node& root, const std::string& label, const std::string& base_directory) {
+  Config config;
+  config.path = label;
+  if (root.IsNull()) return config;
+  if (!root.IsMap()) fail(label, root, "expected a map of settings at the top level");
+  for (const auto& field : root) {
+    std::string key = scalar(label, field.first, "key");
+    const YAML::Node& value = field.second;
+    if (key == "select") {
+      config.select = string_list(label, value, key);
+    } else if (key == "extend-select") {
+      config.extend_select = string_list(label, value, key);
+    } else if (key == "ignore") {
+      config.ignore = string_list(label, value, key);
+    } else if (key == "fail-on") {
+      config.fail_on = severity_of(label, value, key);
+    } else if (key == "rule-directories") {
+      for (const auto& dir : string_list(label, value, key)) {
+        config.rule_directories.push_back(resolve_against(dir, base_directory));
+      }
+    } else if (key == "source-root") {
+      config.source_root = resolve_against(scalar(label, value, key), base_directory);
+    } else if (key == "baseline") {
+      config.baseline = resolve_against(scalar(label, value, key), base_directory);
+    } else if (key == "rules") {
+      if (value.IsNull()) continue;
+      if (!value.IsMap()) fail(label, value, "rules: expected a map of rule id or name to its settings");
+      for (const auto& rule : value) {
+        config.rules.push_back(parse_override(label, scalar(label, rule.first, "rules"), rule.first, rule.second));
+      }
+    } else {
+      fail(label, field.first,
+           key + ": unknown key (expected select, extend-select, ignore, rules, rule-directories, fail-on, "
+                 "source-root or baseline)");
+    }
+  }
+  return config;
+}
+
+bool selector_matches(const RuleInfo& rule, std::string_view selector) {
+  if (rule.id == selector || rule.name == selector) return true;
+  return std::find(rule.tags.begin(), rule.tags.end(), selector) != rule.tags.end();
+}
+
+void print_list(std::ostream& out, const char* key, const std::vector<std::string>& items) {
+  out << key << ":";
+  if (items.empty()) {
+    out << " []\n";
+    return;
+  }
+  out << "\n";
+  for (const auto& item : items) out << "  - " << item << "\n";
+}
+
+}  // namespace
+
+std::variant<Config, ConfigError> parse_config(const std::string& yaml_text, const std::string& label,
+                                               const std::string& base_directory) {
+  try {
+    return parse_document(YAML::Load(yaml_text), label, base_directory);
+  } catch (const ConfigFailure& failure) {
+    return ConfigError{failure.message};
+  } catch (const YAML::Exception& e) {
+    return ConfigError{where(label, e.mark) + ": invalid YAML: " + e.msg};
+  }
+}
+
+std::variant<Config, ConfigError> load_config(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return ConfigError{path + ": cannot read the configuration file"};
+  std::stringstream text;
+  text << in.rdbuf();
+  std::string base = fs::path(path).parent_path().string();
+  return parse_config(text.str(), path, base);
+}
+
+std::string find_config(const std::string& start_directory) {
+  std::error_code ec;
+  fs::path dir = fs::absolute(start_directory, ec);
+  if (ec) return {};
+  while (true) {
+    fs::path candidate = dir / ".ptadvise.yaml";
+    if (fs::is_regular_file(candidate, ec)) return candidate.string();
+    if (!dir.has_parent_path() || dir.parent_path() == dir) return {};
+    dir = dir.parent_path();
+  }
+}
+
+std::variant<EvaluateOptions, ConfigError> resolve_selection(const Config& config, const RuleSet& rules) {
+  const auto& infos = rules.infos();
+  auto check_selectors = [&](const std::vector<std::string>& selectors, const char* key) -> std::optional<ConfigError> {
+    for (const auto& selector : selectors) {
+      bool known = std::any_of(infos.begin(), infos.end(), [&](const RuleInfo& r) { return selector_matches(r, selector); });
+      if (!known) {
+        std::string origin = config.path.empty() ? std::string("command line") : config.path;
+        return ConfigError{origin + ": " + key + ": '" + selector + "' is not a rule id, name or tag"};
+      }
+    }
+    return std::nullopt;
+  };
+  if (auto e = check_selectors(config.select, "select")) return *e;
+  if (auto e = check_selectors(config.extend_select, "extend-select")) return *e;
+  if (auto e = check_selectors(config.ignore, "ignore")) return *e;
+
+  EvaluateOptions options;
+  for (const auto& rule : infos) {
+    bool selected = config.select.empty();
+    for (const auto& s : config.select) selected = selected || selector_matches(rule, s);
+    for (const auto& s : config.extend_select) selected = selected || selector_matches(rule, s);
+    bool ignored = false;
+    for (const auto& s : config.ignore) ignored = ignored || selector_matches(rule, s);
+    if (!selected || ignored) options.skip.push_back(rule.id);
+  }
+  // Selection is expressed as `skip` so that `only` stays empty and the rules engine runs the rest.
+  for (const auto& entry : config.rules) {
+    auto match = std::find_if(infos.begin(), infos.end(),
+                              [&](const RuleInfo& r) { return r.id == entry.rule || r.name == entry.rule; });
+    const RuleInfo* rule = match == infos.end() ? nullptr : &*match;
+    if (!rule) {
+      return ConfigError{config.path + ":" + std::to_string(entry.line) + ":" + std::to_string(entry.column) +
+                         ": rules: '" + entry.rule + "' is not a rule id or name"};
+    }
+    if (entry.severity) options.severities[rule->id] = *entry.severity;
+    for (const auto& [name, value] : entry.thresholds) options.thresholds[rule->id][name] = value;
+  }
+  return options;
+}
+
+void print_config(const Config& config, std::ostream& out) {
+  out << "# effective configuration" << (config.path.empty() ? " (defaults)" : " from " + config.path) << "\n";
+  print_list(out, "select", config.select);
+  print_list(out, "extend-select", config.extend_select);
+  print_list(out, "ignore", config.ignore);
+  out << "fail-on: " << to_string(config.fail_on.value_or(Severity::Warning)) << "\n";
+  print_list(out, "rule-directories", config.rule_directories);
+  out << "source-root: " << config.source_root.value_or(".") << "\n";
+  if (config.baseline) out << "baseline: " << *config.baseline << "\n";
+  out << "rules:";
+  if (config.rules.empty()) out << " {}";
+  out << "\n";
+  for (const auto& entry : config.rules) {
+    out << "  " << entry.rule << ":\n";
+    if (entry.severity) out << "    severity: " << to_string(*entry.severity) << "\n";
+    if (!entry.thresholds.empty()) {
+      out << "    thresholds:\n";
+      for (const auto& [name, value] : entry.thresholds) out << "      " << name << ": " << value << "\n";
+    }
+  }
+}
+
+}  // namespace ptadvise

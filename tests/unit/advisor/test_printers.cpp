@@ -1,0 +1,262 @@
+#include <doctest/doctest.h>
+
+#include <sstream>
+
+#include "ptadvise/advisor.h"
+#include "python_check.h"
+#include "sample_report.h"
+#include "temp_dir.h"
+
+using namespace ptadvise;
+
+namespace {
+std::string printed(const Report& report, OutputFormat format, bool color = false) {
+  std::ostringstream out;
+  PrintOptions options;
+  options.color = color;
+  print_report(report, format, out, options);
+  return out.str();
+}
+}  // namespace
+
+TEST_CASE("text report: ranked findings with site, cost, evidence, help and note") {
+  Report report = testing::sample_report();
+  report.traces[0].findings.resize(3);
+  report.traces[0].new_finding.resize(3);
+  report.suppressed = 1;
+  CHECK(printed(report, OutputFormat::Text) ==
+        "ptadvise: run/trace.json\n"
+        "  NVIDIA A100-SXM4-80GB, 8 steps (ProfilerStep markers), step time 25.000 ms, GPU busy 61.5%\n"
+        "  recoverable: ~5.000 ms per step (20.0% of step time) from 3 findings, each site counted once\n"
+        "\n"
+        "#1 warning[PTA101] item-sync-in-step: .item() blocks the host until the GPU catches up, every step\n"
+        "  --> train.py:42 in train_step\n"
+        "   = site: aten::item > aten::_local_scalar_dense\n"
+        "   = cost: 2.500 ms per step (1.0 occurrences per step, in 100% of steps)\n"
+        "   = evidence: step 3, ts 1700000000123 us on pid 4242 tid 4242: aten::_local_scalar_dense (0.050 ms)\n"
+        "   = evidence: step 4, ts 1700000025123 us on pid 4242 tid 4242: aten::_local_scalar_dense (0.052 ms)\n"
+        "   = help: keep the value on the device; log it every N steps\n"
+        "   = note: saves ~2.500 ms per step (10.0% of step time), confidence high; GPU idle after the sync, from "
+        "the idle ledger\n"
+        "\n"
+        "#2 warning[PTA001] h2d-copy-every-step: a 4 KiB host tensor is copied to the GPU in every step\n"
+        "  --> run/trace.json\n"
+        "   = site: aten::to > aten::_to_copy > aten::copy_ > Memcpy HtoD (Pageable -> Device)\n"
+        "   = detail: 4 KiB per copy\n"
+        "   = cost: 1.200 ms per step (2.0 occurrences per step, in 100% of steps)\n"
+        "   = evidence: step 3, ts 1700000000500 us on GPU 0 stream 7: Memcpy HtoD (Pageable -> Device) (0.003 ms)\n"
+        "   = help: create the tensor once on the device\n"
+        "   = note: saves ~1.000 ms per step (4.0% of step time), confidence medium; copy time plus the GPU idle "
+        "it causes\n"
+        "\n"
+        "#3 info[PTA103] tiny-kernel-storm: 62% of kernels run for less than 10 us\n"
+        "  --> run/trace.json\n"
+        "   = site: (whole trace)\n"
+        "   = cost: 3.000 ms per step (480.0 occurrences per step, in 100% of steps)\n"
+        "   = help: fuse kernels with torch.compile\n"
+        "   = note: saves ~1.000 ms per step (4.0% of step time), confidence low; launch-bound idle from the "
+        "ledger\n"
+        "\n"
+        "Found 3 findings, 2 failing (--fail-on warning). 1 suppressed by `# ptadvise: ignore` comments.\n");
+}
+
+TEST_CASE("text report: colour only when asked, baseline and stale entries") {
+  Report report = testing::sample_report();
+  CHECK(printed(report, OutputFormat::Text).find('\x1b') == std::string::npos);
+  std::string colored = printed(report, OutputFormat::Text, true);
+  CHECK(colored.find("\x1b[1;33mwarning\x1b[0m") != std::string::npos);
+  CHECK(colored.find("\x1b[1;36minfo\x1b[0m") != std::string::npos);
+
+  report.has_baseline = true;
+  report.traces[0].new_finding[0] = false;
+  report.stale.push_back({"00000000deadbeef", "PTA900", "gone-rule", "old.py:1 in f", 1.0});
+  std::string text = printed(report, OutputFormat::Text);
+  CHECK(text.find("every step (in baseline)\n") != std::string::npos);
+  CHECK(text.find("Found 5 findings, 3 failing (--fail-on warning, not in the baseline).\n"
+                  "1 baseline entry no longer occurs (remove with --prune-baseline):\n"
+                  "  00000000deadbeef PTA900 old.py:1 in f\n") != std::string::npos);
+
+  Report clean;
+  clean.traces.push_back(TraceReport{});
+  clean.traces[0].path = "t.json";
+  CHECK(printed(clean, OutputFormat::Text).find("No findings.\n") != std::string::npos);
+}
+
+TEST_CASE("json report carries ranks, savings, confidence, source and evidence") {
+  Report report = testing::sample_report();
+  std::string json = printed(report, OutputFormat::Json);
+  CHECK(json.find("\"findings_total\": 5,\n  \"findings_failing\": 4,") != std::string::npos);
+  CHECK(json.find("\"recoverable_ms_per_step\": 5.000,") != std::string::npos);
+  CHECK(json.find("\"rank\": 1,\n          \"rule_id\": \"PTA101\",") != std::string::npos);
+  CHECK(json.find("\"source\": {\"file\": \"train.py\", \"line\": 42, \"function\": \"train_step\"},") !=
+        std::string::npos);
+  CHECK(json.find("\"source\": null,") != std::string::npos);
+  CHECK(json.find("\"saving_ms_per_step\": 2.500,\n") != std::string::npos);
+  CHECK(json.find("\"saving_pct\": 10.00,\n") != std::string::npos);
+  CHECK(json.find("\"confidence\": \"high\",\n") != std::string::npos);
+  CHECK(json.find("{\"step\": 3, \"ts_us\": 1700000000123, \"dur_ms\": 0.050, \"event\": \"aten::_local_scalar_dense\", "
+                  "\"track\": \"pid 4242 tid 4242\"}") != std::string::npos);
+  if (!testing::python_has("json")) {
+    MESSAGE("skipping JSON syntax check: /usr/bin/python3 is not available");
+    return;
+  }
+  testing::TempDir dir;
+  std::string path = dir.write("report.json", json);
+  CHECK(testing::run_python(
+            "import json,sys; d=json.load(open(sys.argv[1])); f=d[\"traces\"][0][\"findings\"]; "
+            "assert [x[\"rank\"] for x in f]==[1,2,3,4,5]; assert f[4][\"fingerprint\"]==f[0][\"fingerprint\"]+\"-2\"",
+            path) == 0);
+}
+
+TEST_CASE("sarif report validates against the SARIF 2.1.0 schema") {
+  Report report = testing::sample_report();
+  report.rules.push_back(RuleInfo{"PTA101", "item-sync-in-step", "A GPU-to-host sync inside the step",
+                                  Severity::Warning, {"sync", "gpu"}, "keep values on the device",
+                                  RuleDocs{"Finds .item() in steps", "The host waits", "x.item()", "log every N steps"},
+                                  "rules.d/sync/item.yaml"});
+  report.has_baseline = true;
+  report.traces[0].new_finding[1] = false;
+  std::string sarif = printed(report, OutputFormat::Sarif);
+  CHECK(sarif.find("\"partialFingerprints\": {\"ptadvise/v1\": \"" + report.traces[0].findings[0].fingerprint + "\"}") !=
+        std::string::npos);
+  CHECK(sarif.find("{\"artifactLocation\": {\"uri\": \"train.py\"}, \"region\": {\"startLine\": 42}}") !=
+        std::string::npos);
+  // No source line: the trace file, line 1.
+  CHECK(sarif.find("{\"artifactLocation\": {\"uri\": \"run/trace.json\"}, \"region\": {\"startLine\": 1}}") !=
+        std::string::npos);
+  CHECK(sarif.find("\"level\": \"note\"") != std::string::npos);  // info findings
+  CHECK(sarif.find("\"baselineState\": \"unchanged\"") != std::string::npos);
+
+  const std::string schema = PTADVISE_SHARED_DIR "/schemas/sarif-schema-2.1.0.json";
+  if (!std::filesystem::exists(schema)) {
+    MESSAGE("skipping SARIF schema validation: " << schema << " is absent");
+    return;
+  }
+  if (!testing::python_has("jsonschema")) {
+    MESSAGE("skipping SARIF schema validation: Debian's python3-jsonschema is not installed");
+    return;
+  }
+  testing::TempDir dir;
+  std::string path = dir.write("report.sarif", sarif);
+  const std::string validate =
+      "import json,jsonschema,sys; jsonschema.validate(json.load(open(sys.argv[1])), json.load(open(sys.argv[2])))";
+  CHECK(testing::run_python(validate, path + " " + schema) == 0);
+  // The validator does reject a broken document, so the check above can fail.
+  std::string broken = sarif;
+  broken.replace(broken.find("\"version\": \"2.1.0\""), 18, "\"version\": \"9.9\"");
+  std::string broken_path = dir.write("broken.sarif", broken);
+  CHECK(testing::run_python(validate, broken_path + " " + schema + " 2>/dev/null") != 0);
+}
+
+TEST_CASE("github workflow commands escape data and properties") {
+  CHECK(github_escape_data("50% done\r\nnext") == "50%25 done%0D%0Anext");
+  CHECK(github_escape_property("a:b,c%\n") == "a%3Ab%2Cc%25%0A");
+  Report report = testing::sample_report();
+  std::string out = printed(report, OutputFormat::Github);
+  CHECK(out.rfind("::warning file=train.py,line=42,title=PTA101 item-sync-in-step (#1%2C ~2.500 ms per step)::"
+                  ".item() blocks the host until the GPU catches up, every step (saves ~2.500 ms per step, 10.0%25 "
+                  "of step time; confidence high). Fix: keep the value on the device; log it every N steps\n",
+                  0) == 0);
+  CHECK(out.find("::notice file=run/trace.json,line=1,title=PTA103 tiny-kernel-storm") != std::string::npos);
+}
+
+TEST_CASE("github output keeps the top 10 per level and skips baseline findings") {
+  Report report = testing::sample_report();
+  auto& findings = report.traces[0].findings;
+  Finding base = findings[0];
+  findings.clear();
+  for (int i = 0; i < 12; ++i) {
+    Finding f = base;
+    f.saving_ms_per_step = 12 - i;
+    f.site.source->line = 100 + i;
+    findings.push_back(f);
+  }
+  rank_findings(findings);
+  report.traces[0].new_finding.assign(12, true);
+  report.traces[0].new_finding[0] = false;  // accepted: not annotated
+  std::string out = printed(report, OutputFormat::Github);
+  size_t warnings = 0;
+  for (size_t pos = out.find("::warning "); pos != std::string::npos; pos = out.find("::warning ", pos + 1)) ++warnings;
+  CHECK(warnings == 10);
+  CHECK(out.find("line=100,") == std::string::npos);
+  CHECK(out.find("line=101,") != std::string::npos);
+  CHECK(out.find("line=110,") != std::string::npos);
+  CHECK(out.find("line=111,") == std::string::npos);
+  CHECK(out.find("::notice title=ptadvise::1 more findings are not annotated") != std::string::npos);
+}
+
+TEST_CASE("junit: a testsuite per trace, a testcase per rule, failures hold the findings") {
+  Report report = testing::sample_report();
+  report.traces[0].findings.resize(3);
+  report.traces[0].new_finding.resize(3);
+  report.traces[0].findings[1].message = "a <tensor> & \"more\"";
+  CHECK(printed(report, OutputFormat::Junit) ==
+        "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
+        "<testsuites name=\"ptadvise\" tests=\"3\" failures=\"2\">\n"
+        "  <testsuite name=\"run/trace.json\" tests=\"3\" failures=\"2\" errors=\"0\" skipped=\"0\">\n"
+        "    <testcase classname=\"ptadvise.PTA101\" name=\"PTA101 item-sync-in-step\">\n"
+        "      <failure message=\"1 finding, ~2.500 ms per step\" type=\"PTA101\">#1 warning: .item() blocks the host "
+        "until the GPU catches up, every step\n"
+        "  at train.py:42 in train_step\n"
+        "  saves ~2.500 ms per step\n"
+        "  fix: keep the value on the device; log it every N steps\n"
+        "</failure>\n"
+        "    </testcase>\n"
+        "    <testcase classname=\"ptadvise.PTA001\" name=\"PTA001 h2d-copy-every-step\">\n"
+        "      <failure message=\"1 finding, ~1.000 ms per step\" type=\"PTA001\">#2 warning: a &lt;tensor&gt; &amp; "
+        "&quot;more&quot;\n"
+        "  at aten::to &gt; aten::_to_copy &gt; aten::copy_ &gt; Memcpy HtoD (Pageable -&gt; Device)\n"
+        "  saves ~1.000 ms per step\n"
+        "  fix: create the tensor once on the device\n"
+        "</failure>\n"
+        "    </testcase>\n"
+        "    <testcase classname=\"ptadvise.PTA103\" name=\"PTA103 tiny-kernel-storm\">\n"
+        "      <system-out>1 finding, ~1.000 ms per step (not failing)\n"
+        "#3 info: 62% of kernels run for less than 10 us\n"
+        "  at (whole trace)\n"
+        "  saves ~1.000 ms per step\n"
+        "  fix: fuse kernels with torch.compile\n"
+        "</system-out>\n"
+        "    </testcase>\n"
+        "  </testsuite>\n"
+        "</testsuites>\n");
+}
+
+TEST_CASE("markdown report: table and one section per finding") {
+  Report report = testing::sample_report();
+  report.traces[0].findings.resize(1);
+  report.traces[0].new_finding.resize(1);
+  report.traces[0].findings[0].message = "a | in the message";
+  CHECK(printed(report, OutputFormat::Markdown) ==
+        "# ptadvise report\n"
+        "\n"
+        "**1** finding, **1** failing (fail-on: warning).\n"
+        "\n"
+        "## `run/trace.json`\n"
+        "\n"
+        "NVIDIA A100-SXM4-80GB · 8 steps · step time **25.000 ms** · GPU busy **61.5%** · recoverable **~5.000 ms "
+        "per step (20.0%)**\n"
+        "\n"
+        "| # | rule | severity | where | saving per step | confidence |\n"
+        "|---:|---|---|---|---:|---|\n"
+        "| 1 | `PTA101` item-sync-in-step | warning | `train.py:42 in train_step` | 2.500 ms (10.0%) | high |\n"
+        "\n"
+        "### 1. PTA101 item-sync-in-step\n"
+        "\n"
+        "a \\| in the message\n"
+        "\n"
+        "- **Fix:** keep the value on the device; log it every N steps\n"
+        "- **Estimate:** 2.500 ms per step, confidence high (GPU idle after the sync, from the idle ledger)\n"
+        "- Evidence: step 3, ts 1700000000123 us on pid 4242 tid 4242: aten::_local_scalar_dense (0.050 ms)\n"
+        "- Evidence: step 4, ts 1700000025123 us on pid 4242 tid 4242: aten::_local_scalar_dense (0.052 ms)\n"
+        "\n");
+}
+
+TEST_CASE("output format names") {
+  CHECK(parse_output_format("sarif") == OutputFormat::Sarif);
+  CHECK(parse_output_format("md") == OutputFormat::Markdown);
+  CHECK(!parse_output_format("xml"));
+  CHECK(to_string(OutputFormat::Junit) == "junit");
+  CHECK(relative_path("/a/b/c.py", "/a") == "b/c.py");
+  CHECK(relative_path("/x/c.py", "/a") == "/x/c.py");
+}
