@@ -1,17 +1,149 @@
+// `ptadvise rules` (list the rules) and `ptadvise explain RULE` (print one rule's documentation).
 #include <CLI/CLI.hpp>
 
+#include <cstdio>
+#include <iostream>
+#include <memory>
+#include <sstream>
+
 #include "commands.h"
+#include "ptadvise/rules.h"
 
 namespace ptadvise::cli {
 
-// Placeholder until this command is implemented: it refuses to run rather than pretend.
-void add_rules_commands(CLI::App& app) {
-  auto* cmd = app.add_subcommand("rules", "(not available yet)");
-  cmd->allow_extras();
-  cmd->callback([] {
-    print_error("'rules' is not available in this build yet");
+namespace {
+
+struct RulesOptions {
+  std::vector<std::string> rule_directories;
+  std::string format = "text";
+  std::string rule;
+};
+
+std::string json_escape(std::string_view text) {
+  std::string out;
+  for (char c : text) {
+    switch (c) {
+      case '"': out += "\\\""; break;
+      case '\\': out += "\\\\"; break;
+      case '\n': out += "\\n"; break;
+      case '\r': out += "\\r"; break;
+      case '\t': out += "\\t"; break;
+      default:
+        if (static_cast<unsigned char>(c) < 0x20) {
+          char buffer[8];
+          std::snprintf(buffer, sizeof buffer, "\\u%04x", static_cast<unsigned>(static_cast<unsigned char>(c)));
+          out += buffer;
+        } else {
+          out += c;
+        }
+    }
+  }
+  return out;
+}
+
+std::string format_value(double value) {
+  std::ostringstream out;
+  out << value;
+  return out.str();
+}
+
+// Loads the shipped rules plus any --rules directories; prints the error and sets exit code 2 on failure.
+std::unique_ptr<RuleSet> load(const RulesOptions& options) {
+  std::vector<std::string> directories{default_rules_directory()};
+  directories.insert(directories.end(), options.rule_directories.begin(), options.rule_directories.end());
+  auto loaded = load_rules(directories);
+  if (auto* error = std::get_if<RuleError>(&loaded)) {
+    print_error(error->message);
     exit_code() = kExitInputError;
-  });
+    return nullptr;
+  }
+  return std::make_unique<RuleSet>(std::move(std::get<RuleSet>(loaded)));
+}
+
+void list_rules(const RulesOptions& options) {
+  auto rules = load(options);
+  if (!rules) return;
+  if (options.format == "json") {
+    std::cout << "[";
+    bool first = true;
+    for (const auto& info : rules->infos()) {
+      std::cout << (first ? "\n" : ",\n") << "  {\"id\": \"" << json_escape(info.id) << "\", \"name\": \""
+                << json_escape(info.name) << "\", \"severity\": \"" << to_string(info.severity) << "\", \"tags\": [";
+      for (size_t t = 0; t < info.tags.size(); ++t) std::cout << (t ? ", " : "") << '"' << json_escape(info.tags[t]) << '"';
+      std::cout << "], \"summary\": \"" << json_escape(info.summary) << "\", \"fix\": \"" << json_escape(info.fix)
+                << "\", \"file\": \"" << json_escape(info.file) << "\"}";
+      first = false;
+    }
+    std::cout << (first ? "]\n" : "\n]\n");
+    return;
+  }
+  size_t name_width = 4;
+  for (const auto& info : rules->infos()) name_width = std::max(name_width, info.name.size());
+  for (const auto& info : rules->infos()) {
+    std::string tags;
+    for (const auto& tag : info.tags) tags += (tags.empty() ? "" : ",") + tag;
+    std::cout << info.id << "  " << info.name << std::string(name_width - info.name.size() + 2, ' ')
+              << to_string(info.severity) << std::string(9 - to_string(info.severity).size(), ' ') << '[' << tags
+              << "]  " << info.summary << '\n';
+  }
+}
+
+void print_section(const std::string& title, const std::string& body) {
+  std::cout << title << '\n';
+  std::istringstream lines(body);
+  for (std::string line; std::getline(lines, line);) std::cout << (line.empty() ? "" : "    ") << line << '\n';
+  std::cout << '\n';
+}
+
+void explain_rule(const RulesOptions& options) {
+  auto rules = load(options);
+  if (!rules) return;
+  const RuleInfo* info = rules->find(options.rule);
+  if (info == nullptr) {
+    std::string hint = rules->closest(options.rule);
+    print_error("unknown rule '" + options.rule + "'" + (hint.empty() ? "" : "; did you mean '" + hint + "'?") +
+                " (`ptadvise rules` lists them)");
+    exit_code() = kExitInputError;
+    return;
+  }
+  std::string tags;
+  for (const auto& tag : info->tags) tags += (tags.empty() ? "" : ", ") + tag;
+  std::cout << info->id << " " << info->name << " (" << to_string(info->severity) << "; tags: " << tags << ")\n"
+            << info->summary << "\n\n";
+  print_section("What it does", info->docs.what);
+  print_section("Why it is slow", info->docs.why);
+  print_section("Example", info->docs.example);
+  print_section("Fix", info->docs.fix);
+  if (!info->thresholds.empty()) {
+    std::cout << "Thresholds (override in .ptadvise.yaml)\n";
+    for (const auto& threshold : info->thresholds) {
+      std::cout << "    " << threshold.name << " = " << format_value(threshold.value)
+                << (threshold.unit.empty() ? "" : " " + threshold.unit) << "\n        " << threshold.doc << '\n';
+    }
+    std::cout << '\n';
+  }
+  if (!info->saving_method.empty()) print_section("Estimated saving", info->saving_method);
+  std::cout << "Defined in " << info->file << '\n';
+}
+
+}  // namespace
+
+void add_rules_commands(CLI::App& app) {
+  auto options = std::make_shared<RulesOptions>();
+
+  auto* rules = app.add_subcommand("rules", "List the rules: id, name, severity, tags and summary");
+  rules->add_option("--rules", options->rule_directories, "Extra rule directory (repeatable)")
+      ->type_name("DIR")
+      ->check(CLI::ExistingDirectory);
+  rules->add_option("--format", options->format, "Output format")->check(CLI::IsMember({"text", "json"}));
+  rules->callback([options] { list_rules(*options); });
+
+  auto* explain = app.add_subcommand("explain", "Print a rule's documentation, thresholds and saving estimate");
+  explain->add_option("rule", options->rule, "Rule id (PTA101) or name (h2d-copy-every-step)")->required();
+  explain->add_option("--rules", options->rule_directories, "Extra rule directory (repeatable)")
+      ->type_name("DIR")
+      ->check(CLI::ExistingDirectory);
+  explain->callback([options] { explain_rule(*options); });
 }
 
 }  // namespace ptadvise::cli

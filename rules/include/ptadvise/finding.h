@@ -22,6 +22,14 @@ struct RuleDocs {
   std::string fix;      // Fix (code that does not)
 };
 
+// A named threshold of a rule, with its default (or overridden) value and why it is set there.
+struct ThresholdInfo {
+  std::string name;
+  double value = 0;
+  std::string unit;  // "%", "ms", "count", ... as documented in the rule
+  std::string doc;
+};
+
 struct RuleInfo {
   std::string id;    // PTA101
   std::string name;  // item-sync-in-step
@@ -31,6 +39,8 @@ struct RuleInfo {
   std::string fix;  // one-line fix shown with each finding
   RuleDocs docs;
   std::string file;  // the YAML file it came from
+  std::vector<ThresholdInfo> thresholds;
+  std::string saving_method;  // how the rule estimates the saving (its `saving.method`)
 };
 
 // One example occurrence, enough to find it in Perfetto.
@@ -76,6 +86,7 @@ struct Finding {
   double saving_pct = 0;  // of the median step time
   std::string saving_method;  // how the estimate was made, phrased for the user
   Confidence confidence = Confidence::Medium;
+  std::vector<uint32_t> idle_gaps;  // indices into Analysis::idle claimed by this finding (never by two)
 
   // Where it came from.
   std::string trace_path;

@@ -1,0 +1,880 @@
+// Evaluating compiled rules on an analysed timeline: select, group by site, aggregate per step, compare.
+// Every pass is linear in the events (plus ancestor walks); names are matched once per interned string.
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <limits>
+#include <unordered_map>
+
+#include "rule_model.h"
+
+namespace ptadvise {
+
+namespace {
+
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+constexpr int64_t kNestingToleranceNs = 1000;  // float µs timestamps rounded separately (KINETO.md)
+constexpr int kMaxAncestorDepth = 256;         // guards against a malformed parent chain
+
+// Splits a JSON array's text into its top-level elements (whitespace-trimmed, raw JSON each).
+std::vector<std::string_view> split_json_array(std::string_view text) {
+  std::vector<std::string_view> out;
+  size_t begin = text.find('[');
+  if (begin == std::string_view::npos) return out;
+  int depth = 0;
+  bool in_string = false;
+  size_t start = begin + 1;
+  for (size_t i = begin; i < text.size(); ++i) {
+    char c = text[i];
+    if (in_string) {
+      if (c == '\\') ++i;
+      else if (c == '"') in_string = false;
+      continue;
+    }
+    if (c == '"') in_string = true;
+    else if (c == '[' || c == '{') ++depth;
+    else if (c == ']' || c == '}') {
+      if (--depth == 0) {
+        std::string_view last = text.substr(start, i - start);
+        if (last.find_first_not_of(" \t\r\n") != std::string_view::npos) out.push_back(last);
+        break;
+      }
+    } else if (c == ',' && depth == 1) {
+      out.push_back(text.substr(start, i - start));
+      start = i + 1;
+    }
+  }
+  for (auto& element : out) {
+    while (!element.empty() && std::isspace(static_cast<unsigned char>(element.front()))) element.remove_prefix(1);
+    while (!element.empty() && std::isspace(static_cast<unsigned char>(element.back()))) element.remove_suffix(1);
+  }
+  return out;
+}
+
+std::string unquote(std::string_view text) {
+  if (text.size() >= 2 && text.front() == '"' && text.back() == '"') return std::string(text.substr(1, text.size() - 2));
+  return std::string(text);
+}
+
+std::optional<double> to_number(std::string_view text) {
+  std::string value = unquote(text);
+  if (value.empty()) return std::nullopt;
+  char* end = nullptr;
+  double number = std::strtod(value.c_str(), &end);
+  if (end != value.c_str() + value.size() || !std::isfinite(number)) return std::nullopt;
+  return number;
+}
+
+std::string format_number(double value) {
+  if (std::isnan(value)) return "n/a";
+  char buffer[64];
+  double magnitude = std::fabs(value);
+  if (magnitude >= 100 || value == std::floor(value)) {
+    std::snprintf(buffer, sizeof buffer, "%.0f", value);
+  } else if (magnitude >= 10) {
+    std::snprintf(buffer, sizeof buffer, "%.1f", value);
+  } else if (magnitude >= 0.1) {
+    std::snprintf(buffer, sizeof buffer, "%.2f", value);
+  } else {
+    std::snprintf(buffer, sizeof buffer, "%.3g", value);
+  }
+  return buffer;
+}
+
+std::string format_bytes(double value) {
+  if (std::isnan(value)) return "n/a";
+  const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  int unit = 0;
+  while (std::fabs(value) >= 1024 && unit < 4) {
+    value /= 1024;
+    ++unit;
+  }
+  return format_number(value) + " " + units[unit];
+}
+
+struct Group {
+  std::vector<EventIndex> events;
+};
+
+// Per-track time index of one selection, for the sequence predicates.
+struct TrackIndex {
+  struct Span {
+    int64_t start, end;
+    EventIndex event;
+  };
+  std::unordered_map<uint32_t, std::vector<Span>> by_start;  // sorted by start
+  std::unordered_map<uint32_t, std::vector<Span>> by_end;    // sorted by end
+};
+
+class Evaluator {
+ public:
+  Evaluator(const Analysis& analysis, std::vector<uint8_t>& claimed)
+      : a_(analysis), tl_(*analysis.timeline), ev_(analysis.timeline->events), claimed_(claimed) {
+    steps_ = std::max<size_t>(1, a_.steps.size());
+    median_step_ms_ = a_.steps.empty() ? 0.0 : a_.median_step_ns() / 1e6;
+  }
+
+  std::vector<Finding> run(const RuleInfo& info, const CompiledRule& rule, const EvaluateOptions& options) {
+    rule_ = &rule;
+    thresholds_.clear();
+    auto overrides = options.thresholds.find(info.id);
+    for (const auto& threshold : rule.thresholds) {
+      double value = threshold.value;
+      if (overrides != options.thresholds.end()) {
+        auto found = overrides->second.find(threshold.name);
+        if (found != overrides->second.end()) value = found->second;
+      }
+      thresholds_.push_back(value);
+    }
+    selected_.assign(rule.selections.size(), {});
+    indexes_.assign(rule.selections.size(), {});
+    indexed_.assign(rule.selections.size(), false);
+    for (size_t s = 0; s < rule.selections.size(); ++s) selected_[s] = select(rule.selections[s]);
+
+    groups_ = make_groups(rule);
+    idle_gaps_.assign(rule.metrics.size(), {});
+    idle_ready_.assign(rule.metrics.size(), false);
+    trace_values_.assign(rule.metrics.size(), std::nullopt);
+
+    std::vector<Finding> findings;
+    for (size_t g = 0; g < groups_.size(); ++g) {
+      group_ = g;
+      group_values_.assign(rule.metrics.size(), std::nullopt);
+      if (rule.when && !holds(*rule.when)) continue;
+      findings.push_back(make_finding(info, rule, options));
+    }
+    std::stable_sort(findings.begin(), findings.end(),
+                     [](const Finding& x, const Finding& y) { return x.saving_ms_per_step > y.saving_ms_per_step; });
+    return findings;
+  }
+
+ private:
+  // ---- selection --------------------------------------------------------------------------------
+
+  EventIndex anchor(EventIndex i) const {
+    // GPU-side events are placed on the host by their launching call.
+    if (is_gpu_side(ev_.kind[i])) return i < ev_.launch.size() ? ev_.launch[i] : kNone;
+    return i;
+  }
+
+  EventIndex parent(EventIndex i) const { return i < ev_.parent.size() ? ev_.parent[i] : kNone; }
+
+  uint32_t step(EventIndex i) const { return i < a_.event_step.size() ? a_.event_step[i] : kNone; }
+
+  bool any_ancestor(EventIndex i, NameCache& cache) const {
+    EventIndex start = anchor(i);
+    if (start == kNone) return false;
+    EventIndex current = is_gpu_side(ev_.kind[i]) ? start : parent(start);
+    for (int depth = 0; current != kNone && depth < kMaxAncestorDepth; ++depth) {
+      if (cache.matches(ev_.name[current])) return true;
+      current = parent(current);
+    }
+    return false;
+  }
+
+  std::optional<std::string> arg_text(EventIndex i, const ArgPredicate& predicate) const {
+    auto value = tl_.arg_string(i, predicate.key);
+    if (!value || !predicate.index) return value;
+    auto elements = split_json_array(*value);
+    if (static_cast<size_t>(*predicate.index) >= elements.size()) return std::nullopt;
+    return unquote(elements[static_cast<size_t>(*predicate.index)]);
+  }
+
+  std::optional<double> arg_number(EventIndex i, const ArgPredicate& predicate) const {
+    if (!predicate.index) {
+      if (auto number = tl_.arg_double(i, predicate.key)) return number;
+      return std::nullopt;
+    }
+    auto text = arg_text(i, predicate);
+    return text ? to_number(*text) : std::nullopt;
+  }
+
+  bool arg_holds(EventIndex i, const ArgPredicate& predicate) const {
+    switch (predicate.op) {
+      case ArgOp::Exists: return arg_text(i, predicate).has_value();
+      case ArgOp::Missing: return !arg_text(i, predicate).has_value();
+      case ArgOp::NonEmpty: {
+        auto text = arg_text(i, predicate);
+        if (!text) return false;
+        std::string compact;
+        for (char c : *text) {
+          if (!std::isspace(static_cast<unsigned char>(c))) compact += c;
+        }
+        return !(compact.empty() || compact == "[]" || compact == "{}" || compact == "null" || compact == "\"\"");
+      }
+      case ArgOp::Lt: case ArgOp::Le: case ArgOp::Gt: case ArgOp::Ge: {
+        auto number = arg_number(i, predicate);
+        if (!number) return false;
+        if (predicate.op == ArgOp::Lt) return *number < predicate.number;
+        if (predicate.op == ArgOp::Le) return *number <= predicate.number;
+        if (predicate.op == ArgOp::Gt) return *number > predicate.number;
+        return *number >= predicate.number;
+      }
+      case ArgOp::Eq: case ArgOp::Ne: {
+        bool equal = false;
+        if (predicate.numeric) {
+          auto number = arg_number(i, predicate);
+          if (number) {
+            equal = *number == predicate.number;
+          } else {
+            auto text = arg_text(i, predicate);
+            if (!text) return false;
+            equal = *text == predicate.text;
+          }
+        } else {
+          auto text = arg_text(i, predicate);
+          if (!text) return false;
+          equal = *text == predicate.text;
+        }
+        return predicate.op == ArgOp::Eq ? equal : !equal;
+      }
+      case ArgOp::Contains: {
+        auto text = arg_text(i, predicate);
+        return text && text->find(predicate.text) != std::string::npos;
+      }
+      case ArgOp::Glob: {
+        auto text = arg_text(i, predicate);
+        return text && glob_match(predicate.text, *text);
+      }
+      case ArgOp::DimNotMultipleOf: {
+        auto text = arg_text(i, predicate);
+        if (!text) return false;
+        // Every integer in the (possibly nested) dims value; a dim of 1 is a broadcast, not a shape problem.
+        const auto divisor = static_cast<int64_t>(predicate.number);
+        int64_t value = 0;
+        bool in_number = false;
+        for (size_t k = 0; k <= text->size(); ++k) {
+          char c = k < text->size() ? (*text)[k] : ' ';
+          if (c >= '0' && c <= '9') {
+            if (value < (int64_t{1} << 50)) value = value * 10 + (c - '0');
+            in_number = true;
+          } else {
+            if (in_number && value > 1 && value % divisor != 0) return true;
+            value = 0;
+            in_number = false;
+          }
+        }
+        return false;
+      }
+    }
+    return false;
+  }
+
+  const TrackIndex& track_index(size_t selection) {
+    if (!indexed_[selection]) {
+      TrackIndex& index = indexes_[selection];
+      for (EventIndex e : selected_[selection]) {
+        EventIndex at = anchor(e);
+        if (at == kNone) continue;
+        TrackIndex::Span span{ev_.ts_ns[at], ev_.end_ns(at), e};
+        index.by_start[ev_.track[at]].push_back(span);
+        index.by_end[ev_.track[at]].push_back(span);
+      }
+      for (auto& [track, spans] : index.by_start) {
+        std::sort(spans.begin(), spans.end(), [](const auto& x, const auto& y) { return x.start < y.start; });
+      }
+      for (auto& [track, spans] : index.by_end) {
+        std::sort(spans.begin(), spans.end(), [](const auto& x, const auto& y) { return x.end < y.end; });
+      }
+      indexed_[selection] = true;
+    }
+    return indexes_[selection];
+  }
+
+  bool sequence_holds(EventIndex i, const SequencePredicate& sequence) {
+    EventIndex at = anchor(i);
+    if (at == kNone) return false;
+    const TrackIndex& index = track_index(sequence.selection);
+    const uint32_t track = ev_.track[at];
+    const int64_t start = ev_.ts_ns[at], end = ev_.end_ns(at);
+    switch (sequence.kind) {
+      case SequenceKind::FollowedBy: {
+        auto found = index.by_start.find(track);
+        if (found == index.by_start.end()) return false;
+        const auto& spans = found->second;
+        auto it = std::lower_bound(spans.begin(), spans.end(), end - kNestingToleranceNs,
+                                   [](const TrackIndex::Span& s, int64_t t) { return s.start < t; });
+        for (; it != spans.end() && it->start - end <= sequence.within_ns; ++it) {
+          if (it->event != i && it->start >= start) return true;
+        }
+        return false;
+      }
+      case SequenceKind::PrecededBy: {
+        auto found = index.by_end.find(track);
+        if (found == index.by_end.end()) return false;
+        const auto& spans = found->second;
+        auto it = std::upper_bound(spans.begin(), spans.end(), start + kNestingToleranceNs,
+                                   [](int64_t t, const TrackIndex::Span& s) { return t < s.end; });
+        while (it != spans.begin()) {
+          --it;
+          if (start - it->end > sequence.within_ns) return false;
+          if (it->event != i && it->start <= start) return true;
+        }
+        return false;
+      }
+      case SequenceKind::Contains: {
+        auto found = index.by_start.find(track);
+        if (found == index.by_start.end()) return false;
+        const auto& spans = found->second;
+        auto it = std::lower_bound(spans.begin(), spans.end(), start - kNestingToleranceNs,
+                                   [](const TrackIndex::Span& s, int64_t t) { return s.start < t; });
+        for (; it != spans.end() && it->start <= end + kNestingToleranceNs; ++it) {
+          if (it->event != i && it->end <= end + kNestingToleranceNs) return true;
+        }
+        return false;
+      }
+    }
+    return false;
+  }
+
+  std::vector<EventIndex> select(const Selection& selection) {
+    std::vector<EventIndex> out;
+    if (!selection.union_of.empty()) {
+      for (size_t part : selection.union_of) out.insert(out.end(), selected_[part].begin(), selected_[part].end());
+      std::sort(out.begin(), out.end());
+      out.erase(std::unique(out.begin(), out.end()), out.end());
+      return out;
+    }
+    std::optional<NameCache> name, exclude, inside, not_inside;
+    if (selection.name_match) name.emplace(*selection.name_match, tl_.strings);
+    if (selection.name_exclude) exclude.emplace(*selection.name_exclude, tl_.strings);
+    if (selection.inside) inside.emplace(*selection.inside, tl_.strings);
+    if (selection.not_inside) not_inside.emplace(*selection.not_inside, tl_.strings);
+    const size_t count = ev_.size();
+    for (EventIndex i = 0; i < count; ++i) {
+      if (selection.kinds != 0 && ((selection.kinds >> static_cast<unsigned>(ev_.kind[i])) & 1u) == 0) continue;
+      if (name && !name->matches(ev_.name[i])) continue;
+      if (exclude && exclude->matches(ev_.name[i])) continue;
+      if (selection.min_dur_ns >= 0 && ev_.dur_ns[i] < selection.min_dur_ns) continue;
+      if (selection.max_dur_ns >= 0 && ev_.dur_ns[i] >= selection.max_dur_ns) continue;
+      if (selection.in_step || selection.after_first_step) {
+        uint32_t s = step(i);
+        if (s == kNone) continue;
+        if (selection.after_first_step && s == 0) continue;
+      }
+      bool ok = true;
+      for (const auto& predicate : selection.args) {
+        if (!arg_holds(i, predicate)) {
+          ok = false;
+          break;
+        }
+      }
+      if (!ok) continue;
+      if (inside && !any_ancestor(i, *inside)) continue;
+      if (not_inside && any_ancestor(i, *not_inside)) continue;
+      for (const auto& sequence : selection.sequences) {
+        if (sequence_holds(i, sequence) == sequence.negate) {
+          ok = false;
+          break;
+        }
+      }
+      if (ok) out.push_back(i);
+    }
+    return out;
+  }
+
+  // ---- sites ------------------------------------------------------------------------------------
+
+  EventIndex op_of(EventIndex i) const {
+    EventKind kind = ev_.kind[i];
+    if (is_gpu_side(kind) || kind == EventKind::Runtime || kind == EventKind::Driver) return a_.cpu_op_of(i);
+    return i;
+  }
+
+  std::string source_text(EventIndex i) const {
+    auto source = a_.user_source(i);
+    if (!source) return {};
+    return source->file + ":" + std::to_string(source->line);
+  }
+
+  std::string site_key(EventIndex i, SiteKey key) const {
+    switch (key) {
+      case SiteKey::Op: {
+        EventIndex op = op_of(i);
+        return op == kNone ? std::string() : std::string(tl_.name(op));
+      }
+      case SiteKey::OpChain: {
+        std::string chain;
+        for (EventIndex e : a_.op_chain(i)) chain += std::string(tl_.name(e)) + " > ";
+        return chain;
+      }
+      case SiteKey::Kernel: return is_gpu_side(ev_.kind[i]) ? std::string(tl_.name(i)) : std::string();
+      case SiteKey::Name: return std::string(tl_.name(i));
+      case SiteKey::Source: return source_text(i);
+      case SiteKey::Bytes: {
+        auto bytes = tl_.arg_int(i, "bytes");
+        return bytes ? std::to_string(*bytes) : std::string();
+      }
+    }
+    return {};
+  }
+
+  std::vector<Group> make_groups(const CompiledRule& rule) const {
+    const auto& events = selected_[rule.primary];
+    if (events.empty()) return {};
+    if (rule.group_by.empty()) return {Group{events}};
+    std::vector<Group> groups;
+    std::unordered_map<std::string, size_t> index;
+    for (EventIndex e : events) {
+      std::string key;
+      for (SiteKey k : rule.group_by) {
+        key += site_key(e, k);
+        key += '\x1f';
+      }
+      auto [it, inserted] = index.emplace(std::move(key), groups.size());
+      if (inserted) groups.emplace_back();
+      groups[it->second].events.push_back(e);
+    }
+    return groups;
+  }
+
+  // ---- metrics ----------------------------------------------------------------------------------
+
+  const std::vector<EventIndex>& events_of(const Metric& metric) const {
+    return metric.site_scoped ? groups_[group_].events : selected_[metric.selection];
+  }
+
+  double builtin(const std::string& name) const {
+    if (name == "steps") return static_cast<double>(a_.steps.size());
+    if (name == "median_step_ms") return median_step_ms_;
+    if (name == "max_step_ms" || name == "first_step_ms") {
+      if (a_.steps.empty()) return 0;
+      if (name == "first_step_ms") return static_cast<double>(a_.steps.front().duration_ns()) / 1e6;
+      int64_t longest = 0;
+      for (const auto& s : a_.steps) longest = std::max(longest, s.duration_ns());
+      return static_cast<double>(longest) / 1e6;
+    }
+    if (name == "has_gpu") return a_.devices.empty() ? 0 : 1;
+    if (name == "gpu_busy_pct") return gpu_busy_pct();
+    if (name == "compute_capability" || name == "gpu_memory_bytes") {
+      double best = -1;
+      for (const auto& device : tl_.devices) {
+        bool active = a_.devices.empty() ||
+                      std::find(a_.devices.begin(), a_.devices.end(), device.id) != a_.devices.end();
+        if (!active) continue;
+        double value = name == "gpu_memory_bytes"
+                           ? static_cast<double>(device.total_global_mem)
+                           : (device.compute_major < 0 ? -1.0 : device.compute_major + device.compute_minor / 10.0);
+        best = std::max(best, value);
+      }
+      return best;
+    }
+    return kNaN;
+  }
+
+  double gpu_busy_pct() const {
+    if (a_.steps.empty() || a_.busy.empty()) return 0;
+    int64_t window_start = a_.steps.front().span_start(), window_end = a_.steps.back().span_end();
+    for (const auto& s : a_.steps) {
+      window_start = std::min(window_start, s.span_start());
+      window_end = std::max(window_end, s.span_end());
+    }
+    if (window_end <= window_start) return 0;
+    double total = 0;
+    for (const auto& intervals : a_.busy) {
+      int64_t busy = 0;
+      for (const auto& interval : intervals) {
+        int64_t begin = std::max(interval.start_ns, window_start), end = std::min(interval.end_ns, window_end);
+        if (end > begin) busy += end - begin;
+      }
+      total += static_cast<double>(busy) / static_cast<double>(window_end - window_start);
+    }
+    return total / static_cast<double>(a_.busy.size()) * 100.0;
+  }
+
+  // Gaps of the ledger a metric counts, per group (site-scoped) or as one list.
+  const std::vector<std::vector<uint32_t>>& idle_gaps(size_t metric_index) {
+    if (idle_ready_[metric_index]) return idle_gaps_[metric_index];
+    const Metric& metric = rule_->metrics[metric_index];
+    auto& out = idle_gaps_[metric_index];
+    const bool per_group = metric.culprits == Metric::Culprits::Site && metric.site_scoped;
+    out.assign(per_group ? groups_.size() : 1, {});
+    // Host events that stand for a culprit: the selected events, their launch calls and CPU ops.
+    std::unordered_map<EventIndex, uint32_t> anchors;
+    if (metric.culprits != Metric::Culprits::Any) {
+      auto add = [&](EventIndex e, uint32_t group) {
+        anchors.emplace(e, group);
+        EventKind kind = ev_.kind[e];
+        if (is_gpu_side(kind) || kind == EventKind::Runtime || kind == EventKind::Driver) {
+          if (EventIndex at = anchor(e); at != kNone) anchors.emplace(at, group);
+          // Only a real CPU op stands for the culprit: an enclosing annotation would swallow every gap below it.
+          if (EventIndex op = a_.cpu_op_of(e); op != kNone && ev_.kind[op] == EventKind::CpuOp) anchors.emplace(op, group);
+        }
+      };
+      if (per_group) {
+        for (uint32_t g = 0; g < groups_.size(); ++g) {
+          for (EventIndex e : groups_[g].events) add(e, g);
+        }
+      } else {
+        for (EventIndex e : selected_[metric.culprit_selection]) add(e, 0);
+      }
+    }
+    for (uint32_t k = 0; k < a_.idle.size(); ++k) {
+      const IdleGap& gap = a_.idle[k];
+      if (((metric.idle_causes >> static_cast<unsigned>(gap.cause)) & 1u) == 0) continue;
+      if (!metric.include_claimed && claimed_[k]) continue;
+      if (metric.culprits == Metric::Culprits::Any) {
+        out[0].push_back(k);
+        continue;
+      }
+      EventIndex current = gap.culprit;
+      for (int depth = 0; current != kNone && current < ev_.size() && depth < kMaxAncestorDepth; ++depth) {
+        auto found = anchors.find(current);
+        if (found != anchors.end()) {
+          out[found->second].push_back(k);
+          break;
+        }
+        current = parent(current);
+      }
+    }
+    idle_ready_[metric_index] = true;
+    return out;
+  }
+
+  const std::vector<uint32_t>& gaps_for(size_t metric_index) {
+    const auto& gaps = idle_gaps(metric_index);
+    return gaps.size() == 1 ? gaps[0] : gaps[group_];
+  }
+
+  double compute(size_t metric_index) {
+    const Metric& metric = rule_->metrics[metric_index];
+    const double steps = static_cast<double>(steps_);
+    switch (metric.kind) {
+      case MetricKind::Count: return static_cast<double>(events_of(metric).size()) / steps;
+      case MetricKind::Time:
+      case MetricKind::ShareOfStep: {
+        double total = 0;
+        for (EventIndex e : events_of(metric)) total += static_cast<double>(ev_.dur_ns[e]);
+        double ms = total / steps / 1e6;
+        if (metric.kind == MetricKind::Time) return ms;
+        return median_step_ms_ > 0 ? ms / median_step_ms_ * 100.0 : 0.0;
+      }
+      case MetricKind::Max: {
+        int64_t longest = 0;
+        for (EventIndex e : events_of(metric)) longest = std::max(longest, ev_.dur_ns[e]);
+        return static_cast<double>(longest) / 1e6;
+      }
+      case MetricKind::Bytes: {
+        double total = 0;
+        for (EventIndex e : events_of(metric)) {
+          if (auto bytes = tl_.arg_double(e, "bytes")) total += *bytes;
+        }
+        return total / steps;
+      }
+      case MetricKind::StepsPresent: {
+        std::vector<uint8_t> present(a_.steps.size(), 0);
+        size_t count = 0;
+        for (EventIndex e : events_of(metric)) {
+          uint32_t s = step(e);
+          if (s < present.size() && !present[s]) {
+            present[s] = 1;
+            ++count;
+          }
+        }
+        return a_.steps.empty() ? 0.0 : static_cast<double>(count) / static_cast<double>(a_.steps.size()) * 100.0;
+      }
+      case MetricKind::MaxArg: {
+        double best = kNaN;
+        for (EventIndex e : events_of(metric)) {
+          if (auto value = tl_.arg_double(e, metric.arg_key)) best = std::isnan(best) ? *value : std::max(best, *value);
+        }
+        return best;
+      }
+      case MetricKind::Idle: {
+        const auto& gaps = gaps_for(metric_index);
+        if (metric.idle_stat == IdleStat::PerStep) {
+          double total = 0;
+          for (uint32_t k : gaps) total += static_cast<double>(a_.idle[k].duration_ns());
+          return total / steps / 1e6;
+        }
+        if (metric.idle_stat == IdleStat::MaxGap) {
+          int64_t longest = 0;
+          for (uint32_t k : gaps) longest = std::max(longest, a_.idle[k].duration_ns());
+          return static_cast<double>(longest) / 1e6;
+        }
+        // GapEveryStep: the smallest, over steps, of each step's longest gap.
+        std::vector<int64_t> longest(a_.steps.size(), 0);
+        for (uint32_t k : gaps) {
+          uint32_t s = a_.idle[k].step;
+          if (s < longest.size()) longest[s] = std::max(longest[s], a_.idle[k].duration_ns());
+        }
+        if (longest.empty()) return 0;
+        return static_cast<double>(*std::min_element(longest.begin(), longest.end())) / 1e6;
+      }
+      case MetricKind::Ratio: {
+        double numerator = value(metric.operands[0]), denominator = value(metric.operands[1]);
+        if (std::isnan(numerator) || std::isnan(denominator) || denominator == 0) return kNaN;
+        return numerator / denominator;
+      }
+      case MetricKind::Sum: {
+        double total = 0;
+        for (size_t operand : metric.operands) {
+          double v = value(operand);
+          if (!std::isnan(v)) total += v;
+        }
+        return total;
+      }
+      case MetricKind::Percent: {
+        double ms = value(metric.operands[0]);
+        return median_step_ms_ > 0 && !std::isnan(ms) ? ms / median_step_ms_ * 100.0 : 0.0;
+      }
+      case MetricKind::Builtin: return builtin(metric.builtin);
+      case MetricKind::Threshold: return thresholds_[metric.threshold];
+      case MetricKind::Literal: return metric.literal;
+    }
+    return kNaN;
+  }
+
+  bool depends_on_group(size_t metric_index) const {
+    const Metric& metric = rule_->metrics[metric_index];
+    if (metric.site_scoped) return true;
+    for (size_t operand : metric.operands) {
+      if (depends_on_group(operand)) return true;
+    }
+    return false;
+  }
+
+  double value(size_t metric_index) {
+    if (group_values_[metric_index]) return *group_values_[metric_index];
+    if (trace_values_[metric_index]) return *trace_values_[metric_index];
+    double result = compute(metric_index);
+    if (depends_on_group(metric_index)) group_values_[metric_index] = result;
+    else trace_values_[metric_index] = result;
+    return result;
+  }
+
+  bool holds(const Condition& condition) {
+    switch (condition.kind) {
+      case Condition::Kind::All:
+        for (const auto& child : condition.children) {
+          if (!holds(child)) return false;
+        }
+        return true;
+      case Condition::Kind::Any:
+        for (const auto& child : condition.children) {
+          if (holds(child)) return true;
+        }
+        return false;
+      case Condition::Kind::Not: return !holds(condition.children[0]);
+      case Condition::Kind::Truthy: {
+        double v = value(condition.left);
+        return !std::isnan(v) && v != 0;
+      }
+      case Condition::Kind::Compare: {
+        double left = value(condition.left), right = value(condition.right);
+        if (std::isnan(left) || std::isnan(right)) return false;  // undefined values never pass
+        switch (condition.op) {
+          case CompareOp::Lt: return left < right;
+          case CompareOp::Le: return left <= right;
+          case CompareOp::Gt: return left > right;
+          case CompareOp::Ge: return left >= right;
+          case CompareOp::Eq: return left == right;
+          case CompareOp::Ne: return left != right;
+        }
+      }
+    }
+    return false;
+  }
+
+  // ---- findings ---------------------------------------------------------------------------------
+
+  std::string track_text(EventIndex i) const {
+    uint32_t t = ev_.track[i];
+    if (t >= tl_.tracks.size()) return {};
+    const Track& track = tl_.tracks[t];
+    if (track.kind == TrackKind::Gpu) {
+      return "GPU " + std::to_string(track.device) + " stream " + std::to_string(track.stream);
+    }
+    return "pid " + std::string(tl_.strings.view(track.pid_text)) + " tid " + std::string(tl_.strings.view(track.tid_text));
+  }
+
+  std::string idle_breakdown() {
+    // The causes of the gaps counted by the rule's first idle metric, largest first.
+    for (size_t m = 0; m < rule_->metrics.size(); ++m) {
+      if (rule_->metrics[m].kind != MetricKind::Idle) continue;
+      double per_cause[5] = {0, 0, 0, 0, 0};
+      for (uint32_t k : gaps_for(m)) per_cause[static_cast<int>(a_.idle[k].cause)] += static_cast<double>(a_.idle[k].duration_ns());
+      std::vector<std::pair<double, int>> order;
+      for (int c = 0; c < 5; ++c) {
+        if (per_cause[c] > 0) order.emplace_back(per_cause[c], c);
+      }
+      std::sort(order.rbegin(), order.rend());
+      std::string text;
+      for (size_t n = 0; n < order.size() && n < 3; ++n) {
+        if (!text.empty()) text += ", ";
+        text += std::string(to_string(static_cast<IdleCause>(order[n].second))) + " " +
+                format_number(order[n].first / static_cast<double>(steps_) / 1e6) + " ms/step";
+      }
+      return text.empty() ? "none" : text;
+    }
+    return "none";
+  }
+
+  std::string render(const Template& parts, const Site& site) {
+    std::string out;
+    for (const auto& part : parts) {
+      switch (part.kind) {
+        case TemplatePart::Kind::Literal: out += part.literal; break;
+        case TemplatePart::Kind::Metric: {
+          double v = value(part.metric);
+          out += part.as_bytes ? format_bytes(v) : format_number(v);
+          break;
+        }
+        case TemplatePart::Kind::SiteOp: out += site.op.empty() ? "(unknown op)" : site.op; break;
+        case TemplatePart::Kind::SiteKernel: out += site.kernel; break;
+        case TemplatePart::Kind::SiteName: out += site.detail; break;
+        case TemplatePart::Kind::SiteSource:
+          out += site.source ? site.source->file + ":" + std::to_string(site.source->line) : "(no Python stack)";
+          break;
+        case TemplatePart::Kind::SiteChain: {
+          std::string chain;
+          for (const auto& op : site.op_chain) chain += (chain.empty() ? "" : " > ") + op;
+          out += chain;
+          break;
+        }
+        case TemplatePart::Kind::Idle: out += idle_breakdown(); break;
+      }
+    }
+    return out;
+  }
+
+  Finding make_finding(const RuleInfo& info, const CompiledRule& rule, const EvaluateOptions& options) {
+    const Group& group = groups_[group_];
+    Finding finding;
+    finding.rule_id = info.id;
+    finding.rule_name = info.name;
+    finding.severity = info.severity;
+    if (auto found = options.severities.find(info.id); found != options.severities.end()) finding.severity = found->second;
+    finding.tags = info.tags;
+    finding.fix = info.fix;
+    finding.trace_path = tl_.path;
+    finding.trace_rank = tl_.rank;
+
+    const EventIndex representative = group.events.front();
+    EventIndex op = op_of(representative);
+    if (op != kNone) finding.site.op = std::string(tl_.name(op));
+    if (is_gpu_side(ev_.kind[representative])) finding.site.kernel = std::string(tl_.name(representative));
+    for (EventIndex e : a_.op_chain(representative)) finding.site.op_chain.emplace_back(tl_.name(e));
+    finding.site.source = a_.user_source(representative);
+    finding.site.detail = std::string(tl_.name(representative));
+    if (std::find(rule.group_by.begin(), rule.group_by.end(), SiteKey::Bytes) != rule.group_by.end()) {
+      if (auto bytes = tl_.arg_double(representative, "bytes")) finding.site.detail += ", " + format_bytes(*bytes);
+    }
+
+    // Evidence: the longest occurrences, so they are easy to spot in a viewer.
+    std::vector<EventIndex> longest = group.events;
+    size_t keep = std::min<size_t>(3, longest.size());
+    std::partial_sort(longest.begin(), longest.begin() + static_cast<std::ptrdiff_t>(keep), longest.end(),
+                      [&](EventIndex x, EventIndex y) {
+                        return ev_.dur_ns[x] != ev_.dur_ns[y] ? ev_.dur_ns[x] > ev_.dur_ns[y] : x < y;
+                      });
+    for (size_t k = 0; k < keep; ++k) {
+      EventIndex e = longest[k];
+      Evidence evidence;
+      evidence.step = step(e);
+      if (evidence.step < a_.steps.size()) evidence.step_number = a_.steps[evidence.step].number;
+      evidence.ts_ns = ev_.ts_ns[e];
+      evidence.abs_ts_us = (tl_.origin_ns + ev_.ts_ns[e]) / 1000;
+      evidence.dur_ns = ev_.dur_ns[e];
+      evidence.event = std::string(tl_.name(e));
+      evidence.track = track_text(e);
+      finding.evidence.push_back(std::move(evidence));
+    }
+
+    auto metric_named = [&](std::string_view name) {
+      for (size_t m = 0; m < rule.metrics.size(); ++m) {
+        if (rule.metrics[m].name == name) return value(m);
+      }
+      return 0.0;
+    };
+    finding.count_per_step = metric_named("count");
+    finding.time_ms_per_step = metric_named("time_ms");
+    finding.steps_present_pct = metric_named("steps_present_pct");
+
+    double saving = 0;
+    for (const auto& term : rule.saving) {
+      if (term.when && !holds(*term.when)) continue;
+      double v = value(term.metric);
+      if (!std::isnan(v)) saving += term.factor * v;
+    }
+    finding.saving_ms_per_step = std::max(0.0, saving);
+    finding.saving_pct = median_step_ms_ > 0 ? finding.saving_ms_per_step / median_step_ms_ * 100.0 : 0.0;
+    finding.saving_method = rule.saving_method;
+    finding.confidence = rule.confidence;
+    finding.message = render(rule.message, finding.site);
+
+    // Claim the ledger gaps this finding counted, so later rules cannot count them again.
+    for (size_t m = 0; m < rule.metrics.size(); ++m) {
+      const Metric& metric = rule.metrics[m];
+      if (metric.kind != MetricKind::Idle || metric.include_claimed) continue;
+      for (uint32_t k : gaps_for(m)) {
+        if (!claimed_[k]) {
+          claimed_[k] = 1;
+          finding.idle_gaps.push_back(k);
+        }
+      }
+    }
+    std::sort(finding.idle_gaps.begin(), finding.idle_gaps.end());
+    return finding;
+  }
+
+  const Analysis& a_;
+  const Timeline& tl_;
+  const Events& ev_;
+  std::vector<uint8_t>& claimed_;
+  size_t steps_ = 1;
+  double median_step_ms_ = 0;
+
+  const CompiledRule* rule_ = nullptr;
+  std::vector<double> thresholds_;
+  std::vector<std::vector<EventIndex>> selected_;
+  std::vector<TrackIndex> indexes_;
+  std::vector<bool> indexed_;
+  std::vector<Group> groups_;
+  size_t group_ = 0;
+  std::vector<std::vector<std::vector<uint32_t>>> idle_gaps_;
+  std::vector<bool> idle_ready_;
+  std::vector<std::optional<double>> group_values_;
+  std::vector<std::optional<double>> trace_values_;
+};
+
+std::string lower(std::string_view text) {
+  std::string out(text);
+  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return out;
+}
+
+bool mentions(const std::vector<std::string>& list, const RuleInfo& info) {
+  for (const auto& entry : list) {
+    std::string wanted = lower(entry);
+    if (wanted == lower(info.id) || wanted == lower(info.name)) return true;
+    for (const auto& tag : info.tags) {
+      if (wanted == lower(tag)) return true;
+    }
+  }
+  return false;
+}
+
+}  // namespace
+
+std::vector<Finding> evaluate(const RuleSet& rules, const Analysis& analysis, const EvaluateOptions& options) {
+  std::vector<Finding> findings;
+  if (analysis.timeline == nullptr) return findings;
+  std::vector<uint8_t> claimed(analysis.idle.size(), 0);
+  Evaluator evaluator(analysis, claimed);
+  // Catch-all rules (`order: last`) run after the specific ones and see only the idle time left unclaimed.
+  for (int pass = 0; pass < 2; ++pass) {
+    for (size_t r = 0; r < rules.infos_.size(); ++r) {
+      const RuleInfo& info = rules.infos_[r];
+      const CompiledRule& rule = *rules.compiled_[r];
+      if (rule.order_last != (pass == 1)) continue;
+      if (!options.only.empty() && !mentions(options.only, info)) continue;
+      if (mentions(options.skip, info)) continue;
+      auto found = evaluator.run(info, rule, options);
+      findings.insert(findings.end(), std::make_move_iterator(found.begin()), std::make_move_iterator(found.end()));
+    }
+  }
+  return findings;
+}
+
+}  // namespace ptadvise

@@ -1,0 +1,143 @@
+// Internal to rules/: a rule file compiled into the primitives the evaluator runs.
+// The YAML language is documented in docs/RULE_LANGUAGE.md; keep both in step.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "name_matcher.h"
+#include "ptadvise/finding.h"
+#include "ptadvise/rules.h"
+
+namespace ptadvise {
+
+// A predicate on one args value of an event: `{key: bytes, ge: 1MiB}`.
+enum class ArgOp { Exists, Missing, NonEmpty, Eq, Ne, Lt, Le, Gt, Ge, Contains, Glob, DimNotMultipleOf };
+struct ArgPredicate {
+  std::string key;         // args key
+  std::optional<int> index;  // `Input Dims[2]`: element of an array value
+  ArgOp op = ArgOp::Exists;
+  double number = 0;       // numeric comparisons, DimNotMultipleOf
+  std::string text;        // Eq/Ne on strings, Contains, Glob
+  bool numeric = false;    // Eq/Ne compare numbers
+};
+
+// "A followed by B on the same thread within T", "A preceded by B", "A contains B", "A inside B (by time)".
+enum class SequenceKind { FollowedBy, PrecededBy, Contains };
+struct SequencePredicate {
+  SequenceKind kind = SequenceKind::FollowedBy;
+  size_t selection = 0;   // index of the other selection (evaluated first)
+  int64_t within_ns = 0;  // FollowedBy/PrecededBy: largest gap
+  bool negate = false;    // `not_followed_by`, ...
+};
+
+struct Selection {
+  std::string name;
+  uint32_t kinds = 0;  // bit (1 << EventKind); 0 = any kind
+  std::optional<NameMatcher> name_match;
+  std::optional<NameMatcher> name_exclude;
+  std::optional<NameMatcher> inside;      // some ancestor's name matches
+  std::optional<NameMatcher> not_inside;  // no ancestor's name matches
+  int64_t min_dur_ns = -1;  // inclusive; -1 = no bound
+  int64_t max_dur_ns = -1;  // exclusive
+  bool in_step = false;
+  bool after_first_step = false;
+  std::vector<ArgPredicate> args;
+  std::vector<SequencePredicate> sequences;
+  std::vector<size_t> union_of;  // `union: [a, b]`: the events of other selections (then no other filter)
+};
+
+enum class SiteKey { Op, OpChain, Kernel, Name, Source, Bytes };
+
+enum class MetricUnit { Count, Ms, Bytes, Percent, Ratio, Value };
+
+enum class MetricKind {
+  Count,         // events per step
+  Time,          // summed duration per step (ms)
+  Max,           // longest single event (ms)
+  Bytes,         // summed `bytes` arg per step
+  StepsPresent,  // % of steps with at least one event
+  ShareOfStep,   // summed duration per step over the median step (%)
+  MaxArg,        // largest numeric arg value over the selection
+  Idle,          // ledger idle time per step (ms), or gap statistics
+  Ratio,         // metric a / metric b (fraction; undefined when b is 0)
+  Sum,           // sum of metrics
+  Builtin,       // trace-level value (steps, median_step_ms, has_gpu, ...)
+  Threshold,     // a threshold's value (used as an operand)
+  Percent,       // `<ms metric>_pct`: the ms metric over the median step (%)
+  Literal,       // a number written in a condition
+};
+
+enum class IdleStat { PerStep, MaxGap, GapEveryStep };
+
+struct Metric {
+  std::string name;
+  MetricKind kind = MetricKind::Count;
+  MetricUnit unit = MetricUnit::Count;
+  size_t selection = 0;          // Count..MaxArg
+  bool site_scoped = false;      // over the group's events (primary selection with group_by)
+  std::string arg_key;           // MaxArg
+  // Idle
+  uint32_t idle_causes = 0;      // bit (1 << IdleCause); all bits = any
+  enum class Culprits { Any, Site, Selection } culprits = Culprits::Any;
+  size_t culprit_selection = 0;
+  bool include_claimed = false;
+  IdleStat idle_stat = IdleStat::PerStep;
+  // Ratio, Sum, Percent: indices into CompiledRule::metrics
+  std::vector<size_t> operands;
+  std::string builtin;  // Builtin
+  size_t threshold = 0;  // Threshold
+  double literal = 0;    // Literal
+};
+
+struct Threshold {
+  std::string name;
+  double value = 0;
+  std::string unit;
+  std::string doc;
+};
+
+enum class CompareOp { Lt, Le, Gt, Ge, Eq, Ne };
+struct Condition {
+  enum class Kind { Compare, All, Any, Not, Truthy } kind = Kind::Compare;
+  size_t left = 0;   // metric index
+  CompareOp op = CompareOp::Ge;
+  size_t right = 0;  // metric index (thresholds and literals are metrics too)
+  std::vector<Condition> children;
+};
+
+struct SavingTerm {
+  size_t metric = 0;
+  double factor = 1.0;
+  std::optional<Condition> when;
+};
+
+// A message template split into literal text and placeholders.
+struct TemplatePart {
+  std::string literal;
+  enum class Kind { Literal, Metric, SiteOp, SiteKernel, SiteName, SiteSource, SiteChain, Idle } kind =
+      Kind::Literal;
+  size_t metric = 0;
+  bool as_bytes = false;
+};
+using Template = std::vector<TemplatePart>;
+
+struct CompiledRule {
+  std::vector<Selection> selections;  // dependency order; `primary` is the grouped one
+  size_t primary = 0;
+  std::vector<SiteKey> group_by;      // empty: one finding for the whole trace
+  std::vector<Metric> metrics;
+  std::vector<Threshold> thresholds;
+  std::optional<Condition> when;
+  Template message;
+  std::vector<SavingTerm> saving;
+  std::string saving_method;
+  Confidence confidence = Confidence::Medium;
+  bool order_last = false;
+  std::vector<RuleTest> tests;
+};
+
+}  // namespace ptadvise
