@@ -113,7 +113,7 @@ TEST_CASE("sarif report validates against the SARIF 2.1.0 schema") {
   report.rules.push_back(RuleInfo{"PTA101", "item-sync-in-step", "A GPU-to-host sync inside the step",
                                   Severity::Warning, {"sync", "gpu"}, "keep values on the device",
                                   RuleDocs{"Finds .item() in steps", "The host waits", "x.item()", "log every N steps"},
-                                  "rules.d/sync/item.yaml"});
+                                  "rules.d/sync/item.yaml", {}, ""});
   report.has_baseline = true;
   report.traces[0].new_finding[1] = false;
   std::string sarif = printed(report, OutputFormat::Sarif);
