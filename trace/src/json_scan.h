@@ -1,0 +1,79 @@
+// Internal to trace/: a byte-level JSON scanner for the few places simdjson cannot be pointed at a
+// bounded region yet: the top-level object's keys, the extent of one event, resynchronising after a
+// syntax error. Never used on the hot path of well-formed event lists.
+#pragma once
+
+#include <cstddef>
+#include <string_view>
+
+namespace ptadvise::detail {
+
+inline constexpr size_t kNotFound = static_cast<size_t>(-1);
+
+inline bool is_json_space(char c) { return c == ' ' || c == '\n' || c == '\r' || c == '\t'; }
+
+inline size_t skip_space(const char* data, size_t size, size_t pos) {
+  while (pos < size && is_json_space(data[pos])) ++pos;
+  return pos;
+}
+
+// pos is at an opening quote; returns the position after the closing quote, or kNotFound.
+inline size_t skip_string(const char* data, size_t size, size_t pos) {
+  for (++pos; pos < size; ++pos) {
+    if (data[pos] == '\\') {
+      ++pos;
+    } else if (data[pos] == '"') {
+      return pos + 1;
+    }
+  }
+  return kNotFound;
+}
+
+// pos is at the first byte of a value; returns the position after it, or kNotFound when the bytes end
+// first. Scalars end at the next structural byte. Brackets are not checked for matching kinds.
+inline size_t skip_value(const char* data, size_t size, size_t pos) {
+  if (pos >= size) return kNotFound;
+  char first = data[pos];
+  if (first == '"') return skip_string(data, size, pos);
+  if (first != '{' && first != '[') {
+    while (pos < size && data[pos] != ',' && data[pos] != '}' && data[pos] != ']' && !is_json_space(data[pos])) {
+      ++pos;
+    }
+    return pos;
+  }
+  size_t depth = 0;
+  while (pos < size) {
+    char c = data[pos];
+    if (c == '"') {
+      pos = skip_string(data, size, pos);
+      if (pos == kNotFound) return kNotFound;
+      continue;
+    }
+    if (c == '{' || c == '[') {
+      ++depth;
+    } else if (c == '}' || c == ']') {
+      if (--depth == 0) return pos + 1;
+    }
+    ++pos;
+  }
+  return kNotFound;
+}
+
+// The next plausible start of an event after `pos`: a '{' that begins a line, or that follows "}," —
+// how both pretty-printed and minified writers separate events. kNotFound when there is none.
+inline size_t find_event_start(const char* data, size_t size, size_t pos) {
+  for (size_t i = pos; i < size; ++i) {
+    if (data[i] != '{') continue;
+    size_t j = i;
+    while (j > pos && (data[j - 1] == ' ' || data[j - 1] == '\t')) --j;
+    if (j > pos && (data[j - 1] == '\n' || data[j - 1] == '\r')) return i;
+    if (j > pos && data[j - 1] == ',') {
+      size_t k = j - 1;
+      while (k > pos && is_json_space(data[k - 1])) --k;
+      if (k > pos && data[k - 1] == '}') return i;
+    }
+  }
+  return kNotFound;
+}
+
+}  // namespace ptadvise::detail
