@@ -1,17 +1,165 @@
+// `ptadvise run`: record a run of an unmodified program, then check the traces it wrote.
+#include <unistd.h>
+
 #include <CLI/CLI.hpp>
 
+#include <csignal>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <iostream>
+#include <string>
+#include <system_error>
+#include <vector>
+
 #include "commands.h"
+#include "ptadvise/capture.h"
 
 namespace ptadvise::cli {
 
-// Placeholder until this command is implemented: it refuses to run rather than pretend.
+namespace {
+
+namespace fs = std::filesystem;
+
+struct RunOptions {
+  std::string out_dir = "ptadvise-traces";
+  std::string backend = "cupti";
+  int skip_steps = 2;
+  int steps = 5;
+};
+
+std::string self_executable() {
+  std::error_code error;
+  auto path = fs::read_symlink("/proc/self/exe", error);
+  return error ? std::string("ptadvise") : path.string();
+}
+
+std::string join(const std::vector<std::string>& words) {
+  std::string text;
+  for (const std::string& word : words) text += (text.empty() ? "" : " ") + word;
+  return text;
+}
+
+std::string describe_outcome(const ChildOutcome& outcome) {
+  if (outcome.signal != 0) {
+    const char* name = strsignal(outcome.signal);
+    return "was killed by signal " + std::to_string(outcome.signal) + (name != nullptr ? std::string(" (") + name + ")" : "") +
+           "; exit code " + std::to_string(outcome.exit_code);
+  }
+  return "exited with code " + std::to_string(outcome.exit_code);
+}
+
+// Checks the recorded traces with `ptadvise check` (the same binary), which owns the check pipeline,
+// its options and its exit codes.
+int check_traces(const std::vector<std::string>& traces) {
+  LaunchPlan plan;
+  plan.argv = {self_executable(), "check"};
+  plan.argv.insert(plan.argv.end(), traces.begin(), traces.end());
+  ChildOutcome outcome = run_child(plan);
+  if (!outcome.start_error.empty()) {
+    print_error(outcome.start_error);
+    return kExitInputError;
+  }
+  return outcome.exit_code;
+}
+
+int run(const RunOptions& options, const std::vector<std::string>& command) {
+  if (command.empty()) {
+    print_error("no command to run: ptadvise run [OPTIONS] -- COMMAND [ARGS...]");
+    return kExitInputError;
+  }
+  if (options.skip_steps < 0 || options.steps < 0) {
+    print_error("--skip-steps and --steps take a number of steps >= 0");
+    return kExitInputError;
+  }
+  CaptureRequest request;
+  request.backend = options.backend == "torch" ? CaptureBackend::Torch : CaptureBackend::Cupti;
+  request.out_dir = options.out_dir;
+  request.skip_steps = options.skip_steps;
+  request.steps = options.steps;
+  request.command = command;
+
+  if (request.backend == CaptureBackend::Cupti) {
+    DriverProbe driver = probe_cuda_driver();
+    if (!driver.usable) {
+      print_error(driver.message +
+                  ": CUPTI capture needs an NVIDIA GPU; use `ptadvise run --capture torch -- python3 SCRIPT` "
+                  "or record with torch.profiler and run `ptadvise check TRACE`");
+      return kExitCaptureFailure;
+    }
+  }
+  auto planned = plan_launch(request, locate_capture_install(self_executable()),
+                             [](const char* name) { return std::getenv(name); });
+  if (auto* failure = std::get_if<CaptureError>(&planned)) {
+    print_error(failure->message);
+    return failure->exit_code;
+  }
+  const LaunchPlan& plan = std::get<LaunchPlan>(planned);
+
+  std::error_code error;
+  fs::create_directories(request.out_dir, error);
+  if (error || !fs::is_directory(request.out_dir)) {
+    print_error("cannot create the output directory '" + request.out_dir + "': " + error.message());
+    return kExitInputError;
+  }
+  DirectorySnapshot before = snapshot_directory(request.out_dir);
+  std::cerr << "ptadvise: recording (" << options.backend << ") into " << request.out_dir << ": " << join(command)
+            << std::endl;
+  ChildOutcome outcome = run_child(plan);
+  if (!outcome.start_error.empty()) {
+    print_error(outcome.start_error);
+    return outcome.exit_code;
+  }
+  CaptureOutputs outputs = collect_outputs(request.out_dir, before);
+  for (const std::string& note : outputs.notes) print_warning(note);
+  for (const std::string& partial : outputs.incomplete) {
+    print_warning(partial + ": the process ended before its trace was complete (killed?); it is not checked");
+  }
+  bool failed = outcome.exit_code != 0;
+  if (failed) print_error("the command " + describe_outcome(outcome));
+  if (outputs.traces.empty()) {
+    if (failed) return outcome.exit_code;
+    print_error(request.backend == CaptureBackend::Cupti
+                    ? "no trace was written: the program did not use CUDA, or every process ran untraced (see above)"
+                    : "no trace was written: the script made fewer optimizer steps than --skip-steps, or it "
+                      "has no optimizer (try --skip-steps 0)");
+    return kExitCaptureFailure;
+  }
+  std::cerr << "ptadvise: " << outputs.traces.size() << " trace" << (outputs.traces.size() == 1 ? "" : "s")
+            << " written" << std::endl;
+  for (const std::string& trace : outputs.traces) std::cerr << "  " << trace << '\n';
+  int check_code = check_traces(outputs.traces);
+  // The program's own failure wins over findings: CI must see it.
+  return failed ? outcome.exit_code : check_code;
+}
+
+}  // namespace
+
 void add_run_command(CLI::App& app) {
-  auto* cmd = app.add_subcommand("run", "(not available yet)");
-  cmd->allow_extras();
-  cmd->callback([] {
-    print_error("'run' is not available in this build yet");
-    exit_code() = kExitInputError;
-  });
+  auto options = std::make_shared<RunOptions>();
+  auto* cmd = app.add_subcommand(
+      "run", "record a run without code changes (CUPTI, or torch.profiler for Python scripts), then check it");
+  cmd->add_option("--out", options->out_dir, "directory for the traces (created if missing)")
+      ->capture_default_str();
+  cmd->add_option("--capture", options->backend,
+                  "cupti: inject the CUPTI capture library (needs an NVIDIA GPU and driver); torch: run the "
+                  "Python script under torch.profiler (works on CPU-only PyTorch)")
+      ->check(CLI::IsMember({"cupti", "torch"}))
+      ->capture_default_str();
+  cmd->add_option("--skip-steps", options->skip_steps,
+                  "optimizer steps to leave out before recording (warm-up); Python programs only")
+      ->capture_default_str();
+  cmd->add_option("--steps", options->steps,
+                  "optimizer steps to record, 0 = all until exit; Python programs only")
+      ->capture_default_str();
+  cmd->footer(
+      "Example: ptadvise run --capture torch -- python3 train.py --epochs 1\n"
+      "The command's own failure is reported and its exit code returned (128+N when killed by signal N);\n"
+      "3 when nothing could be recorded (no GPU/driver for cupti, no trace written).");
+  auto command = std::make_shared<std::vector<std::string>>();
+  // After `--` everything is the program's own (`-- python3 train.py --lr 0.1`).
+  cmd->add_option("command", *command, "the program to record and its arguments, after `--`");
+  cmd->callback([options, command] { exit_code() = run(*options, *command); });
 }
 
 }  // namespace ptadvise::cli

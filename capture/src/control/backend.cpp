@@ -1,1 +1,0 @@
-#include "ptadvise/capture.h"

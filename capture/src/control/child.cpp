@@ -1,0 +1,108 @@
+// Running the captured program as a child: fork/exec, signal forwarding, exit status.
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+
+#include "ptadvise/capture.h"
+
+namespace ptadvise {
+
+namespace {
+
+std::atomic<pid_t> g_child{0};
+constexpr int kForwardedSignals[] = {SIGINT, SIGTERM, SIGHUP};
+
+// A signal the terminal sends goes to the whole foreground process group, child included; only signals
+// aimed at ptadvise itself (kill, a batch scheduler) need forwarding, or the child would get two.
+void forward_signal(int signal, siginfo_t* info, void* /*context*/) {
+  pid_t child = g_child.load();
+  if (child <= 0 || info == nullptr) return;
+  if (info->si_code == SI_USER || info->si_code == SI_QUEUE || info->si_code == SI_TKILL) kill(child, signal);
+}
+
+}  // namespace
+
+ChildOutcome run_child(const LaunchPlan& plan) {
+  ChildOutcome outcome;
+  if (plan.argv.empty()) {
+    outcome.exit_code = 127;
+    outcome.start_error = "no command";
+    return outcome;
+  }
+  std::vector<char*> argv;
+  for (const std::string& arg : plan.argv) argv.push_back(const_cast<char*>(arg.c_str()));
+  argv.push_back(nullptr);
+
+  int error_pipe[2];
+  if (pipe2(error_pipe, O_CLOEXEC) != 0) {
+    outcome.exit_code = 127;
+    outcome.start_error = std::string("cannot create a pipe: ") + std::strerror(errno);
+    return outcome;
+  }
+  // Handlers go in before fork so no signal is lost between fork and waitpid.
+  struct sigaction forward {};
+  forward.sa_sigaction = forward_signal;
+  forward.sa_flags = SA_SIGINFO | SA_RESTART;
+  sigemptyset(&forward.sa_mask);
+  struct sigaction previous[3];
+  for (int k = 0; k < 3; ++k) sigaction(kForwardedSignals[k], &forward, &previous[k]);
+
+  pid_t child = fork();
+  if (child == 0) {
+    for (int k = 0; k < 3; ++k) signal(kForwardedSignals[k], SIG_DFL);
+    close(error_pipe[0]);
+    for (const auto& [name, value] : plan.environment) setenv(name.c_str(), value.c_str(), 1);
+    execvp(argv[0], argv.data());
+    int exec_errno = errno;
+    ssize_t ignored = write(error_pipe[1], &exec_errno, sizeof exec_errno);
+    (void)ignored;
+    _exit(127);
+  }
+  close(error_pipe[1]);
+  if (child < 0) {
+    close(error_pipe[0]);
+    for (int k = 0; k < 3; ++k) sigaction(kForwardedSignals[k], &previous[k], nullptr);
+    outcome.exit_code = 127;
+    outcome.start_error = std::string("cannot fork: ") + std::strerror(errno);
+    return outcome;
+  }
+  g_child = child;
+  int exec_errno = 0;
+  ssize_t got = 0;
+  do {
+    got = read(error_pipe[0], &exec_errno, sizeof exec_errno);
+  } while (got < 0 && errno == EINTR);
+  close(error_pipe[0]);
+
+  int status = 0;
+  pid_t waited = 0;
+  do {
+    waited = waitpid(child, &status, 0);
+  } while (waited < 0 && errno == EINTR);
+  g_child = 0;
+  for (int k = 0; k < 3; ++k) sigaction(kForwardedSignals[k], &previous[k], nullptr);
+
+  if (got == static_cast<ssize_t>(sizeof exec_errno)) {
+    outcome.exit_code = 127;
+    outcome.start_error = "cannot run '" + plan.argv[0] + "': " + std::strerror(exec_errno);
+    return outcome;
+  }
+  if (waited < 0) {
+    outcome.exit_code = 127;
+    outcome.start_error = std::string("lost the child process: ") + std::strerror(errno);
+  } else if (WIFEXITED(status)) {
+    outcome.exit_code = WEXITSTATUS(status);
+  } else if (WIFSIGNALED(status)) {
+    outcome.signal = WTERMSIG(status);
+    outcome.exit_code = 128 + outcome.signal;
+  }
+  return outcome;
+}
+
+}  // namespace ptadvise
