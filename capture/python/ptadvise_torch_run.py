@@ -1,0 +1,113 @@
+"""Runs a Python program under torch.profiler for `ptadvise run --capture torch`.
+
+    python3 ptadvise_torch_run.py SCRIPT [ARGS...] | -m MODULE [ARGS...] | -c CODE [ARGS...]
+
+The schedule follows the optimizer: the first PTADVISE_SKIP_STEPS optimizer steps are skipped (the last
+of them as the profiler's warm-up), the next PTADVISE_STEPS are recorded (0: until the program ends).
+The profiler's own trace is written to PTADVISE_CAPTURE_DIR as <host>_<pid>[.rank-R].pt.trace.json,
+through a temporary file and a rename. The program's exit status is kept.
+"""
+
+import os
+import runpy
+import socket
+import sys
+
+_HERE = os.path.dirname(os.path.abspath(__file__))
+if _HERE not in sys.path:
+    sys.path.append(_HERE)
+
+import ptadvise_shim  # noqa: E402  (needs the path above)
+
+ptadvise_shim.install()  # idempotent; covers interpreters started without site (-S, -I)
+
+
+def _int_env(name, default):
+    try:
+        return int(os.environ.get(name, default))
+    except ValueError:
+        return default
+
+
+def _first_int_env(names):
+    for name in names:
+        value = os.environ.get(name, "")
+        if value.isdigit():
+            return int(value)
+    return None
+
+
+def trace_file_name():
+    """Same naming as the CUPTI capture: <host>_<pid>[.rank-R].pt.trace.json."""
+    host = "".join(c if c.isalnum() or c in "-." else "-" for c in socket.gethostname()) or "host"
+    rank = _first_int_env(("RANK", "OMPI_COMM_WORLD_RANK", "SLURM_PROCID", "PMI_RANK"))
+    name = "%s_%d" % (host, os.getpid())
+    if rank is not None:
+        name += ".rank-%d" % rank
+    return name + ".pt.trace.json"
+
+
+def _usage():
+    sys.stderr.write("usage: ptadvise_torch_run.py SCRIPT [ARGS...] | -m MODULE [ARGS...] | -c CODE [ARGS...]\n")
+    return 2
+
+
+def main(argv):
+    if not argv:
+        return _usage()
+    out_dir = os.environ.get("PTADVISE_CAPTURE_DIR", ".")
+    skip = max(_int_env("PTADVISE_SKIP_STEPS", 0), 0)
+    steps = max(_int_env("PTADVISE_STEPS", 0), 0)
+
+    import torch
+    from torch.profiler import ProfilerActivity, profile, schedule
+
+    activities = [ProfilerActivity.CPU]
+    if torch.cuda.is_available():
+        activities.append(ProfilerActivity.CUDA)
+    written = []
+
+    def on_trace_ready(profiler):
+        path = os.path.join(out_dir, trace_file_name())
+        temporary = path + ".tmp"
+        profiler.export_chrome_trace(temporary)
+        os.replace(temporary, path)
+        written.append(path)
+
+    # The last skipped step is the profiler's warm-up: its own start-up cost stays out of the record.
+    plan = schedule(wait=max(skip - 1, 0), warmup=1 if skip > 0 else 0, active=steps if steps > 0 else 1 << 30,
+                    repeat=1)
+    profiler = profile(activities=activities, schedule=plan, on_trace_ready=on_trace_ready, record_shapes=True,
+                       with_stack=True)
+    ptadvise_shim.add_step_listener(lambda steps_done: profiler.step())
+
+    exit_status = 0
+    profiler.start()
+    try:
+        if argv[0] == "-m" and len(argv) > 1:
+            sys.argv = [argv[1]] + argv[2:]
+            runpy.run_module(argv[1], run_name="__main__", alter_sys=True)
+        elif argv[0] == "-c" and len(argv) > 1:
+            sys.argv = ["-c"] + argv[2:]
+            exec(compile(argv[1], "<string>", "exec"), {"__name__": "__main__"})
+        else:
+            script = argv[0]
+            sys.argv = list(argv)
+            sys.path[0] = os.path.dirname(os.path.abspath(script))
+            runpy.run_path(script, run_name="__main__")
+    except SystemExit as stop:
+        code = stop.code
+        exit_status = code if isinstance(code, int) else (0 if code is None else 1)
+        if code is not None and not isinstance(code, int):
+            sys.stderr.write("%s\n" % code)
+    finally:
+        # Saves the window when it is still recording (the program ended inside it).
+        profiler.stop()
+    if not written:
+        sys.stderr.write("ptadvise: the program ended after %d optimizer steps, before the recording window "
+                         "(--skip-steps %d); no trace written\n" % (ptadvise_shim._steps_done, skip))
+    return exit_status
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,234 @@
+// `ptadvise run`'s in-process part: launch planning, the child process, and what a run left behind.
+#include <doctest/doctest.h>
+#include <dlfcn.h>
+#include <unistd.h>
+
+#include <csignal>
+
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <string>
+#include <thread>
+
+#include "ptadvise/capture.h"
+
+namespace fs = std::filesystem;
+using ptadvise::CaptureBackend;
+using ptadvise::CaptureError;
+using ptadvise::CaptureInstall;
+using ptadvise::CaptureRequest;
+using ptadvise::LaunchPlan;
+
+namespace {
+
+CaptureInstall fake_install() {
+  CaptureInstall install;
+  install.cupti_library = "/opt/ptadvise/lib/libptadvise_cupti.so";
+  install.cupti_runtime = "/usr/local/cuda/lib64/libcupti.so";
+  install.python_dir = "/opt/ptadvise/python";
+  return install;
+}
+
+std::map<std::string, std::string> environment_of(const LaunchPlan& plan) {
+  return {plan.environment.begin(), plan.environment.end()};
+}
+
+const char* no_environment(const char*) { return nullptr; }
+
+// A fresh directory under the system's temporary directory, removed at the end of the test.
+struct TemporaryDirectory {
+  fs::path path;
+  TemporaryDirectory() {
+    path = fs::temp_directory_path() / ("ptadvise-test-" + std::to_string(::getpid()) + "-" +
+                                        std::to_string(std::chrono::steady_clock::now().time_since_epoch().count()));
+    fs::create_directories(path);
+  }
+  ~TemporaryDirectory() {
+    std::error_code error;
+    fs::remove_all(path, error);
+  }
+};
+
+void write_file(const fs::path& path, const std::string& text) { std::ofstream(path) << text; }
+
+}  // namespace
+
+TEST_CASE("run: Python commands are recognised by the interpreter's name") {
+  CHECK(ptadvise::is_python_command({"python3", "train.py"}));
+  CHECK(ptadvise::is_python_command({"/usr/bin/python3.11", "-m", "pkg"}));
+  CHECK(ptadvise::is_python_command({"python"}));
+  CHECK_FALSE(ptadvise::is_python_command({"torchrun", "train.py"}));
+  CHECK_FALSE(ptadvise::is_python_command({"python-config"}));
+  CHECK_FALSE(ptadvise::is_python_command({"./train"}));
+  CHECK_FALSE(ptadvise::is_python_command({}));
+}
+
+TEST_CASE("run: the CUPTI launch injects the capture library and NVTX") {
+  CaptureRequest request;
+  request.out_dir = "/tmp/ptadvise-out";
+  request.skip_steps = 3;
+  request.steps = 4;
+  request.command = {"python3", "train.py", "--lr", "0.1"};
+  auto planned = ptadvise::plan_launch(request, fake_install(), [](const char* name) -> const char* {
+    return std::string_view(name) == "PYTHONPATH" ? "/home/me/src" : nullptr;
+  });
+  REQUIRE(std::holds_alternative<LaunchPlan>(planned));
+  const LaunchPlan& plan = std::get<LaunchPlan>(planned);
+  CHECK(plan.argv == request.command);
+  auto env = environment_of(plan);
+  CHECK(env.at("CUDA_INJECTION64_PATH") == "/opt/ptadvise/lib/libptadvise_cupti.so");
+  CHECK(env.at("NVTX_INJECTION64_PATH") == "/usr/local/cuda/lib64/libcupti.so");
+  CHECK(env.at("PTADVISE_CAPTURE_DIR") == "/tmp/ptadvise-out");
+  CHECK(env.at("PTADVISE_CAPTURE_BACKEND") == "cupti");
+  CHECK(env.at("PTADVISE_SKIP_STEPS") == "3");
+  CHECK(env.at("PTADVISE_STEPS") == "4");
+  CHECK(env.at("PTADVISE_CAPTURE_DEFER") == "1");  // the shim starts recording after the warm-up
+  CHECK(env.at("PYTHONPATH") == "/opt/ptadvise/python:/home/me/src");
+
+  // Not Python: no shim, no deferral (nothing would start the recording).
+  request.command = {"./train_cpp", "--steps", "10"};
+  auto native = std::get<LaunchPlan>(ptadvise::plan_launch(request, fake_install(), no_environment));
+  auto native_env = environment_of(native);
+  CHECK(native_env.count("PYTHONPATH") == 0);
+  CHECK(native_env.count("PTADVISE_CAPTURE_DEFER") == 0);
+  CHECK(native_env.at("CUDA_INJECTION64_PATH") == "/opt/ptadvise/lib/libptadvise_cupti.so");
+}
+
+TEST_CASE("run: a relative output directory becomes absolute for the child") {
+  CaptureRequest request;
+  request.out_dir = "traces/run1";
+  request.command = {"./a.out"};
+  auto plan = std::get<LaunchPlan>(ptadvise::plan_launch(request, fake_install(), no_environment));
+  CHECK(environment_of(plan).at("PTADVISE_CAPTURE_DIR") == (fs::current_path() / "traces/run1").string());
+}
+
+TEST_CASE("run: the torch backend puts its runner after the interpreter's own options") {
+  CaptureRequest request;
+  request.backend = CaptureBackend::Torch;
+  request.out_dir = "/tmp/out";
+  request.command = {"/usr/bin/python3", "-u", "-W", "ignore", "train.py", "--epochs", "1"};
+  auto plan = std::get<LaunchPlan>(ptadvise::plan_launch(request, fake_install(), no_environment));
+  CHECK(plan.argv == std::vector<std::string>{"/usr/bin/python3", "-u", "-W", "ignore",
+                                              "/opt/ptadvise/python/ptadvise_torch_run.py", "train.py", "--epochs",
+                                              "1"});
+  auto env = environment_of(plan);
+  CHECK(env.at("PTADVISE_CAPTURE_BACKEND") == "torch");
+  CHECK(env.count("CUDA_INJECTION64_PATH") == 0);
+  CHECK(env.at("PYTHONPATH") == "/opt/ptadvise/python");
+
+  request.command = {"python3", "-m", "trainer.main", "--fast"};
+  plan = std::get<LaunchPlan>(ptadvise::plan_launch(request, fake_install(), no_environment));
+  CHECK(plan.argv == std::vector<std::string>{"python3", "/opt/ptadvise/python/ptadvise_torch_run.py", "-m",
+                                              "trainer.main", "--fast"});
+}
+
+TEST_CASE("run: launch errors name what is wrong, with the right exit code") {
+  CaptureRequest request;
+  request.backend = CaptureBackend::Torch;
+  request.out_dir = "/tmp/out";
+  request.command = {"./train_cpp"};
+  auto planned = ptadvise::plan_launch(request, fake_install(), no_environment);
+  REQUIRE(std::holds_alternative<CaptureError>(planned));
+  CHECK(std::get<CaptureError>(planned).exit_code == 2);
+  CHECK(std::get<CaptureError>(planned).message.find("Python interpreter") != std::string::npos);
+
+  request.command = {"python3", "-u"};
+  planned = ptadvise::plan_launch(request, fake_install(), no_environment);
+  REQUIRE(std::holds_alternative<CaptureError>(planned));
+  CHECK(std::get<CaptureError>(planned).exit_code == 2);
+
+  request.backend = CaptureBackend::Cupti;
+  request.command = {"./train_cpp"};
+  CaptureInstall without_library = fake_install();
+  without_library.cupti_library.clear();
+  planned = ptadvise::plan_launch(request, without_library, no_environment);
+  REQUIRE(std::holds_alternative<CaptureError>(planned));
+  CHECK(std::get<CaptureError>(planned).exit_code == 3);
+  CHECK(std::get<CaptureError>(planned).message.find("--capture torch") != std::string::npos);
+
+  request.command.clear();
+  planned = ptadvise::plan_launch(request, fake_install(), no_environment);
+  REQUIRE(std::holds_alternative<CaptureError>(planned));
+  CHECK(std::get<CaptureError>(planned).exit_code == 2);
+}
+
+TEST_CASE("run: the child's exit code, death by signal and start failures") {
+  LaunchPlan plan;
+  plan.argv = {"/bin/sh", "-c", "exit 7"};
+  auto outcome = ptadvise::run_child(plan);
+  CHECK(outcome.exit_code == 7);
+  CHECK(outcome.signal == 0);
+  CHECK(outcome.start_error.empty());
+
+  plan.argv = {"/bin/sh", "-c", "kill -TERM $$"};
+  outcome = ptadvise::run_child(plan);
+  CHECK(outcome.signal == 15);
+  CHECK(outcome.exit_code == 143);
+
+  plan.argv = {"/bin/sh", "-c", "test \"$PTADVISE_TEST_VALUE\" = 'a b'"};
+  plan.environment = {{"PTADVISE_TEST_VALUE", "a b"}};
+  CHECK(ptadvise::run_child(plan).exit_code == 0);
+  CHECK(std::getenv("PTADVISE_TEST_VALUE") == nullptr);  // set in the child only
+
+  plan.argv = {"/nonexistent/ptadvise-no-such-program"};
+  outcome = ptadvise::run_child(plan);
+  CHECK(outcome.exit_code == 127);
+  CHECK(outcome.start_error.find("No such file or directory") != std::string::npos);
+}
+
+TEST_CASE("run: SIGTERM sent to ptadvise reaches the child") {
+  // The child announces it is ready, then waits for SIGTERM and exits 42 when it arrives. The signal is
+  // sent to this process only after the announcement, when the forwarding handler is in place.
+  TemporaryDirectory dir;
+  fs::path ready = dir.path / "ready";
+  LaunchPlan plan;
+  plan.argv = {"/bin/sh", "-c", "trap 'exit 42' TERM; touch \"$1\"; while :; do sleep 0.05; done", "sh",
+               ready.string()};
+  pid_t self = ::getpid();
+  std::thread sender([self, ready] {
+    for (int wait = 0; wait < 2000 && !fs::exists(ready); ++wait) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    ::kill(self, SIGTERM);
+  });
+  auto outcome = ptadvise::run_child(plan);
+  sender.join();
+  CHECK(outcome.exit_code == 42);
+}
+
+TEST_CASE("run: outputs are the files the run created or changed") {
+  TemporaryDirectory dir;
+  write_file(dir.path / "old.pt.trace.json", "[]");
+  write_file(dir.path / "old.tmp", "");
+  auto before = ptadvise::snapshot_directory(dir.path.string());
+  CHECK(before.size() == 2);
+  write_file(dir.path / "host_1.rank-0.pt.trace.json", "{}");
+  write_file(dir.path / "host_2.pt.trace.json.gz", "");
+  write_file(dir.path / "host_3.pt.trace.json.tmp", "{");
+  write_file(dir.path / "host_4.pt.trace.json.status", "another CUPTI client is attached\nsecond line\n");
+  write_file(dir.path / "notes.txt", "ignored");
+  auto outputs = ptadvise::collect_outputs(dir.path.string(), before);
+  REQUIRE(outputs.traces.size() == 2);
+  CHECK(fs::path(outputs.traces[0]).filename() == "host_1.rank-0.pt.trace.json");
+  CHECK(fs::path(outputs.traces[1]).filename() == "host_2.pt.trace.json.gz");
+  REQUIRE(outputs.incomplete.size() == 1);
+  CHECK(fs::path(outputs.incomplete[0]).filename() == "host_3.pt.trace.json.tmp");
+  REQUIRE(outputs.notes.size() == 1);
+  CHECK(outputs.notes[0] == "host_4.pt.trace.json.status: another CUPTI client is attached");
+  CHECK(ptadvise::collect_outputs((dir.path / "missing").string(), {}).traces.empty());
+}
+
+TEST_CASE("run: the driver probe explains a machine without an NVIDIA driver") {
+  void* driver = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+  if (driver != nullptr) {
+    MESSAGE("skipped: this machine has an NVIDIA driver");
+    return;
+  }
+  auto probe = ptadvise::probe_cuda_driver();
+  CHECK_FALSE(probe.usable);
+  CHECK(probe.device_count == 0);
+  CHECK(probe.message.find("no NVIDIA driver: libcuda.so.1 cannot be loaded") == 0);
+}
