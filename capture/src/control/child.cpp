@@ -8,6 +8,7 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <string_view>
 
 #include "ptadvise/capture.h"
 
@@ -38,6 +39,20 @@ ChildOutcome run_child(const LaunchPlan& plan) {
   std::vector<char*> argv;
   for (const std::string& arg : plan.argv) argv.push_back(const_cast<char*>(arg.c_str()));
   argv.push_back(nullptr);
+  // The child's environment is built here: after fork only async-signal-safe calls are made (no setenv,
+  // which allocates and could deadlock on a lock another thread held at fork).
+  std::vector<std::string> environment_entries;
+  for (char** entry = environ; *entry != nullptr; ++entry) {
+    std::string_view text(*entry);
+    std::string_view name = text.substr(0, text.find('='));
+    bool replaced = false;
+    for (const auto& [planned, value] : plan.environment) replaced = replaced || planned == name;
+    if (!replaced) environment_entries.emplace_back(text);
+  }
+  for (const auto& [name, value] : plan.environment) environment_entries.push_back(name + "=" + value);
+  std::vector<char*> envp;
+  for (std::string& entry : environment_entries) envp.push_back(entry.data());
+  envp.push_back(nullptr);
 
   int error_pipe[2];
   if (pipe2(error_pipe, O_CLOEXEC) != 0) {
@@ -55,10 +70,11 @@ ChildOutcome run_child(const LaunchPlan& plan) {
 
   pid_t child = fork();
   if (child == 0) {
-    for (int k = 0; k < 3; ++k) signal(kForwardedSignals[k], SIG_DFL);
+    struct sigaction default_action {};
+    default_action.sa_handler = SIG_DFL;
+    for (int k = 0; k < 3; ++k) sigaction(kForwardedSignals[k], &default_action, nullptr);
     close(error_pipe[0]);
-    for (const auto& [name, value] : plan.environment) setenv(name.c_str(), value.c_str(), 1);
-    execvp(argv[0], argv.data());
+    execvpe(argv[0], argv.data(), envp.data());
     int exec_errno = errno;
     ssize_t ignored = write(error_pipe[1], &exec_errno, sizeof exec_errno);
     (void)ignored;
