@@ -22,7 +22,8 @@ if [[ ! -f "$source_trace" ]]; then
 fi
 
 echo "== building ptadvise and simdjson_walk (Release) in $build_dir" >&2
-cmake -S "$root" -B "$build_dir" -DCMAKE_BUILD_TYPE=Release -DPTADVISE_BENCH=ON -DPTADVISE_TESTS=OFF \
+# Warnings are not errors here: GCC 12 at -O3 reports false -Wrestrict positives that -O2 (the CI build) does not.
+cmake -S "$root" -B "$build_dir" -DCMAKE_BUILD_TYPE=Release -DPTADVISE_BENCH=ON -DPTADVISE_TESTS=OFF -DPTADVISE_WERROR=OFF \
   -DPTADVISE_CAPTURE=OFF >/dev/null
 cmake --build "$build_dir" -j "${BENCH_JOBS:-2}" --target ptadvise simdjson_walk >/dev/null
 
