@@ -157,6 +157,14 @@ class Evaluator {
     return i;
   }
 
+  // A launch call that returns no earlier than the end of the GPU op it launched.
+  bool waits_for_gpu(EventIndex i) const {
+    const EventKind kind = ev_.kind[i];
+    if (kind != EventKind::Runtime && kind != EventKind::Driver) return false;
+    const EventIndex gpu_op = i < ev_.launch.size() ? ev_.launch[i] : kNone;
+    return gpu_op != kNone && is_gpu_activity(ev_.kind[gpu_op]) && ev_.end_ns(i) >= ev_.end_ns(gpu_op);
+  }
+
   EventIndex parent(EventIndex i) const { return i < ev_.parent.size() ? ev_.parent[i] : kNone; }
 
   uint32_t step(EventIndex i) const { return i < a_.event_step.size() ? a_.event_step[i] : kNone; }
@@ -352,6 +360,7 @@ class Evaluator {
         if (s == kNone) continue;
         if (selection.after_first_step && s == 0) continue;
       }
+      if (selection.waits_for_gpu && !waits_for_gpu(i)) continue;
       bool ok = true;
       for (const auto& predicate : selection.args) {
         if (!arg_holds(i, predicate)) {

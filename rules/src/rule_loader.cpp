@@ -323,7 +323,7 @@ class RuleCompiler {
   Selection compile_selector(const YAML::Node& node, const std::string& key, std::vector<size_t>& depends) {
     r_.expect_map(node, key,
                   {"kind", "name", "exclude_name", "inside", "not_inside", "min_dur", "max_dur", "in_step",
-                   "after_first_step", "args", "followed_by", "not_followed_by", "preceded_by", "not_preceded_by",
+                   "after_first_step", "waits_for_gpu", "args", "followed_by", "not_followed_by", "preceded_by", "not_preceded_by",
                    "contains", "not_contains", "union"});
     Selection selection;
     if (auto parts = node["union"]) {
@@ -359,6 +359,7 @@ class RuleCompiler {
     if (auto n = node["max_dur"]) selection.max_dur_ns = r_.duration_ns(n, key + ".max_dur");
     if (auto n = node["in_step"]) selection.in_step = r_.boolean(n, key + ".in_step");
     if (auto n = node["after_first_step"]) selection.after_first_step = r_.boolean(n, key + ".after_first_step");
+    if (auto n = node["waits_for_gpu"]) selection.waits_for_gpu = r_.boolean(n, key + ".waits_for_gpu");
     if (auto n = node["args"]) {
       if (!n.IsSequence()) r_.fail(n, key + ".args", "expected a list of predicates like {key: bytes, ge: 1MiB}");
       for (const auto& item : n) selection.args.push_back(compile_arg(item, key + ".args"));

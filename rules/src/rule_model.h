@@ -45,6 +45,9 @@ struct Selection {
   int64_t max_dur_ns = -1;  // exclusive
   bool in_step = false;
   bool after_first_step = false;
+  // Runtime/driver calls that return only after the GPU op they launched has finished (synchronous launches,
+  // CUDA_LAUNCH_BLOCKING, pageable copies); other events never match.
+  bool waits_for_gpu = false;
   std::vector<ArgPredicate> args;
   std::vector<SequencePredicate> sequences;
   std::vector<size_t> union_of;  // `union: [a, b]`: the events of other selections (then no other filter)
