@@ -142,6 +142,9 @@ def measure(args):
         entry = {"path": path, "bytes": size, "gz_bytes": os.path.getsize(gz) if os.path.exists(gz) else None,
                  "peers": {}}
         peers = peers_for(path, args)
+        if args.only:
+            wanted = [w.strip() for w in args.only.split(",") if w.strip()]
+            peers = [(label, argv) for label, argv in peers if any(w in label for w in wanted)]
         skipped = {}
         available = mem_available_bytes()
         # json.load holds every event as Python objects; do not let it push the machine out of memory.
@@ -252,6 +255,7 @@ def main():
     parser.add_argument("--json-load-factor", type=float, default=12.0,
                         help="skip json.load when this multiple of the file exceeds MemAvailable (default 12)")
     parser.add_argument("--json-out", help="write every run's raw numbers here")
+    parser.add_argument("--only", help="comma-separated parts of peer names to run (e.g. 'ptadvise,walk')")
     args = parser.parse_args()
     for tool in (args.ptadvise, args.walk):
         if not shutil.which(tool) and not os.access(tool, os.X_OK):
