@@ -6,7 +6,7 @@
 #   BENCH_SIZES="100M 1G"   sizes to generate and time        BENCH_REPS=3   repetitions (median reported)
 #   BENCH_SOURCE=PATH       real trace to scale (default: the resnet50 sample from ../shared/traces)
 #   BENCH_BUILD_DIR=DIR     build directory (default build-bench)   PYTHON=python3   interpreter for json.load
-#   BENCH_CHECK=1           also time `ptadvise check`
+#   BENCH_CHECK=1           also time `ptadvise check`     BENCH_ONLY=ptadvise,walk   run a subset of the peers
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 bench="$root/bench"
@@ -54,6 +54,7 @@ echo "== measuring (${reps} repetitions each; load now: $(cut -d' ' -f1-3 /proc/
 stamp=$(date +%Y%m%d-%H%M%S)
 extra=()
 [[ "${BENCH_CHECK:-0}" == 1 ]] && extra+=(--check)
+[[ -n "${BENCH_ONLY:-}" ]] && extra+=(--only "$BENCH_ONLY")
 "$python" "$bench/measure.py" --ptadvise "$build_dir/cli/ptadvise" --walk "$build_dir/bench/simdjson_walk" \
   --python "$python" --build-dir "$build_dir" --reps "$reps" --json-out "$bench/out/results-$stamp.json" \
   "${extra[@]}" "${files[@]}" | tee "$bench/out/results-$stamp.md"
