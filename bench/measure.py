@@ -200,8 +200,8 @@ def markdown(results):
         lines.append(f"### {name}: {size / 1e6:.0f} MB uncompressed{gz}")
         lines.append("")
         lines.append("| peer | wall s (median; all runs) | CPU s | MB/s wall | MB/s per CPU-s | peak RSS MB | "
-                     "RSS / file | time / simdjson walk |")
-        lines.append("|---|---|---|---|---|---|---|---|")
+                     "RSS / file | wall / walk | CPU / walk |")
+        lines.append("|---|---|---|---|---|---|---|---|---|")
         per_file = {label: summarise(peer, size) for label, peer in entry["peers"].items()}
         stats[entry["path"]] = (size, per_file)
         walk = per_file.get("simdjson On-Demand walk")
@@ -211,12 +211,14 @@ def markdown(results):
                 failure = entry["peers"][label]["runs"]
                 why = note or (f"failed: exit {failure[0]['exit']}: {' '.join(failure[0]['stderr'])}"
                                if failure else "not run")
-                lines.append(f"| {label} | {why} | | | | | | |")
+                lines.append(f"| {label} | {why} | | | | | | | |")
                 continue
             vs_walk = f"{s['wall_s'] / walk['wall_s']:.2f}x" if walk else "-"
+            cpu_vs_walk = f"{s['cpu_s'] / walk['cpu_s']:.2f}x" if walk and walk["cpu_s"] > 0 else "-"
             walls = ", ".join(f"{w:.3f}" for w in s["walls"])
             lines.append(f"| {label} | {s['wall_s']:.3f} ({walls}) | {s['cpu_s']:.3f} | {s['mbps_wall']:.0f} | "
-                         f"{s['mbps_cpu']:.0f} | {s['rss_bytes'] / 1e6:.0f} | {s['rss_ratio']:.2f} | {vs_walk} |")
+                         f"{s['mbps_cpu']:.0f} | {s['rss_bytes'] / 1e6:.0f} | {s['rss_ratio']:.2f} | {vs_walk} | "
+                         f"{cpu_vs_walk} |")
         summary = per_file.get("ptadvise summary .json")
         pyload = per_file.get("python json.load")
         if summary and pyload:
@@ -230,24 +232,26 @@ def markdown(results):
         lines.append(f"### Growth from {small_size / 1e6:.0f} MB to {big_size / 1e6:.0f} MB "
                      f"({big_size / small_size:.2f}x the bytes)")
         lines.append("")
-        lines.append("| peer | time ratio | time per byte, large / small (1.00 = linear) | RSS ratio |")
-        lines.append("|---|---|---|---|")
+        lines.append("| peer | wall ratio | wall per byte, large / small (1.00 = linear) | CPU per byte, large / small | "
+                     "RSS ratio |")
+        lines.append("|---|---|---|---|---|")
         for label in small:
             a, b = small.get(label), big.get(label)
             if not a or not b:
                 continue
             time_ratio = b["wall_s"] / a["wall_s"]
+            cpu_ratio = b["cpu_s"] / a["cpu_s"] if a["cpu_s"] > 0 else float("nan")
             lines.append(f"| {label} | {time_ratio:.2f} | {time_ratio / (big_size / small_size):.2f} | "
-                         f"{b['rss_bytes'] / a['rss_bytes']:.2f} |")
+                         f"{cpu_ratio / (big_size / small_size):.2f} | {b['rss_bytes'] / a['rss_bytes']:.2f} |")
         lines.append("")
     return "\n".join(lines)
 
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("files", nargs="+", help="uncompressed traces; FILE.gz beside each is used when present")
-    parser.add_argument("--ptadvise", required=True, help="path of the ptadvise binary")
-    parser.add_argument("--walk", required=True, help="path of simdjson_walk")
+    parser.add_argument("files", nargs="*", help="uncompressed traces; FILE.gz beside each is used when present")
+    parser.add_argument("--ptadvise", help="path of the ptadvise binary")
+    parser.add_argument("--walk", help="path of simdjson_walk")
     parser.add_argument("--python", default=sys.executable, help="interpreter for the json.load peer")
     parser.add_argument("--build-dir", help="build directory (for the compiler and build type in the report)")
     parser.add_argument("--reps", type=int, default=3)
@@ -255,8 +259,15 @@ def main():
     parser.add_argument("--json-load-factor", type=float, default=12.0,
                         help="skip json.load when this multiple of the file exceeds MemAvailable (default 12)")
     parser.add_argument("--json-out", help="write every run's raw numbers here")
+    parser.add_argument("--report", metavar="RESULTS_JSON", help="print the tables of an earlier --json-out; run nothing")
     parser.add_argument("--only", help="comma-separated parts of peer names to run (e.g. 'ptadvise,walk')")
     args = parser.parse_args()
+    if args.report:
+        with open(args.report) as f:
+            print(markdown(json.load(f)))
+        return 0
+    if not args.files or not args.ptadvise or not args.walk:
+        parser.error("FILES, --ptadvise and --walk are required (or --report RESULTS_JSON)")
     for tool in (args.ptadvise, args.walk):
         if not shutil.which(tool) and not os.access(tool, os.X_OK):
             parser.error(f"{tool}: not an executable")
