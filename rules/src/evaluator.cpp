@@ -871,12 +871,14 @@ std::vector<Finding> evaluate(const RuleSet& rules, const Analysis& analysis, co
   if (analysis.timeline == nullptr) return findings;
   std::vector<uint8_t> claimed(analysis.idle.size(), 0);
   Evaluator evaluator(analysis, claimed);
-  // Catch-all rules (`order: last`) run after the specific ones and see only the idle time left unclaimed.
-  for (int pass = 0; pass < 2; ++pass) {
+  // Root causes (`order: first`) claim idle time before the rules for its symptoms; catch-all rules
+  // (`order: last`) run after the specific ones and see only the idle time left unclaimed.
+  for (int pass = 0; pass < 3; ++pass) {
     for (size_t r = 0; r < rules.infos_.size(); ++r) {
       const RuleInfo& info = rules.infos_[r];
       const CompiledRule& rule = *rules.compiled_[r];
-      if (rule.order_last != (pass == 1)) continue;
+      const int rule_pass = rule.order_first ? 0 : rule.order_last ? 2 : 1;
+      if (rule_pass != pass) continue;
       if (!options.only.empty() && !mentions(options.only, info)) continue;
       if (mentions(options.skip, info)) continue;
       auto found = evaluator.run(info, rule, options);

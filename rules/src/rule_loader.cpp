@@ -200,7 +200,10 @@ class RuleCompiler {
     compile_docs(info.docs);
     if (auto order = root_["order"]) {
       std::string value = r_.scalar(order, "order");
-      if (value != "normal" && value != "last") r_.fail(order, "order", "expected normal or last, got '" + value + "'");
+      if (value != "first" && value != "normal" && value != "last") {
+        r_.fail(order, "order", "expected first, normal or last, got '" + value + "'");
+      }
+      rule.order_first = value == "first";
       rule.order_last = value == "last";
     }
 

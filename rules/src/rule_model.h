@@ -140,6 +140,7 @@ struct CompiledRule {
   std::string saving_method;
   Confidence confidence = Confidence::Medium;
   bool order_last = false;
+  bool order_first = false;  // `order: first`: root causes that explain other rules' symptoms claim idle first
   std::vector<RuleTest> tests;
 };
 
