@@ -26,7 +26,11 @@ namespace {
 namespace ondemand = simdjson::ondemand;
 using detail::kNotFound;
 
+#ifdef PTADVISE_LOADER_SMALL_WINDOWS
+constexpr size_t kWindowBytes = 2048;  // fuzzing builds: window boundaries fall inside small inputs
+#else
 constexpr size_t kWindowBytes = size_t{4} << 20;
+#endif
 constexpr size_t kMaxEventBytes = size_t{256} << 20;  // one event larger than this is skipped
 constexpr size_t kMaxWarningsPerKind = 3;
 
