@@ -1,7 +1,12 @@
 #include "input.h"
 
+#include <fcntl.h>
 #include <libdeflate.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -16,11 +21,13 @@ bool is_gzip(const char* data, size_t size) {
 }
 
 bool allocate(PaddedBuffer& buffer, size_t size) {
-  buffer.data.reset(new (std::nothrow) char[size + PaddedBuffer::kPadding + PaddedBuffer::kSpare]);
-  if (!buffer.data) return false;
+  char* bytes = new (std::nothrow) char[size + PaddedBuffer::kPadding + PaddedBuffer::kSpare];
+  if (bytes == nullptr) return false;
+  buffer.owner = std::shared_ptr<char>(bytes, std::default_delete<char[]>());
+  buffer.data = bytes;
   buffer.size = size;
   buffer.capacity = size + PaddedBuffer::kPadding;
-  std::memset(buffer.data.get() + size, 0, PaddedBuffer::kPadding + PaddedBuffer::kSpare);
+  std::memset(bytes + size, 0, PaddedBuffer::kPadding + PaddedBuffer::kSpare);
   return true;
 }
 
@@ -105,7 +112,7 @@ InputResult inflate_gzip(const char* compressed, size_t compressed_size) {
     result.error = "out of memory for " + with_commas(produced) + " bytes";
     return result;
   }
-  std::memcpy(result.buffer.data.get(), output.data(), produced);
+  std::memcpy(result.buffer.data, output.data(), produced);
   return result;
 }
 
@@ -122,41 +129,72 @@ InputResult copy_input_bytes(std::string_view bytes) {
     result.error = "out of memory for " + with_commas(bytes.size()) + " bytes";
     return result;
   }
-  if (!bytes.empty()) std::memcpy(result.buffer.data.get(), bytes.data(), bytes.size());
+  if (!bytes.empty()) std::memcpy(result.buffer.data, bytes.data(), bytes.size());
   return result;
+}
+
+// Maps the file privately with zeroed padding after it: the file's pages, then anonymous zero pages when
+// the last page has too little slack. False when mapping is not possible (the caller reads instead).
+bool map_file(int fd, size_t size, PaddedBuffer& buffer) {
+  const auto page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+  const size_t file_span = (size + page - 1) / page * page;
+  const size_t needed = size + PaddedBuffer::kPadding + PaddedBuffer::kSpare;
+  const size_t total = std::max(file_span, (needed + page - 1) / page * page);
+  void* region = mmap(nullptr, total, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (region == MAP_FAILED) return false;
+  void* mapped = mmap(region, file_span, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_FIXED, fd, 0);
+  if (mapped == MAP_FAILED) {
+    munmap(region, total);
+    return false;
+  }
+  auto* bytes = static_cast<char*>(region);
+  buffer.owner = std::shared_ptr<char>(bytes, [total](char* p) { munmap(p, total); });
+  buffer.data = bytes;
+  buffer.size = size;
+  buffer.capacity = size + PaddedBuffer::kPadding;
+  return true;
 }
 
 InputResult read_input_file(const std::string& path) {
   InputResult result;
-  std::unique_ptr<FILE, decltype(&std::fclose)> file(std::fopen(path.c_str(), "rb"), &std::fclose);
-  if (!file) {
+  int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
     result.error = std::string("cannot open: ") + std::strerror(errno);
     return result;
   }
-  if (std::fseek(file.get(), 0, SEEK_END) != 0) {
+  std::unique_ptr<int, void (*)(int*)> closer(&fd, [](int* descriptor) { close(*descriptor); });
+  struct stat info {};
+  if (fstat(fd, &info) != 0) {
     result.error = std::string("cannot read: ") + std::strerror(errno);
     return result;
   }
-  long end = std::ftell(file.get());
-  if (end < 0 || std::fseek(file.get(), 0, SEEK_SET) != 0) {
+  if (!S_ISREG(info.st_mode)) {
     result.error = "cannot read: not a regular file";
     return result;
   }
-  auto size = static_cast<size_t>(end);
+  auto size = static_cast<size_t>(info.st_size);
   if (size > kMaxInputBytes) {
     result.error = "file larger than " + with_commas(kMaxInputBytes) + " bytes";
     return result;
   }
   PaddedBuffer raw;
-  if (!allocate(raw, size)) {
-    result.error = "out of memory for " + with_commas(size) + " bytes";
-    return result;
+  if (size == 0 || !map_file(fd, size, raw)) {
+    if (!allocate(raw, size)) {
+      result.error = "out of memory for " + with_commas(size) + " bytes";
+      return result;
+    }
+    size_t done = 0;
+    while (done < size) {
+      ssize_t got = read(fd, raw.data + done, size - done);
+      if (got < 0 && errno == EINTR) continue;
+      if (got <= 0) {
+        result.error = std::string("cannot read: ") + (got < 0 ? std::strerror(errno) : "file shrank while reading");
+        return result;
+      }
+      done += static_cast<size_t>(got);
+    }
   }
-  if (size > 0 && std::fread(raw.data.get(), 1, size, file.get()) != size) {
-    result.error = std::string("cannot read: ") + (std::ferror(file.get()) ? std::strerror(errno) : "file shrank");
-    return result;
-  }
-  if (is_gzip(raw.data.get(), raw.size)) return inflate_gzip(raw.data.get(), raw.size);
+  if (is_gzip(raw.data, raw.size)) return inflate_gzip(raw.data, raw.size);
   result.buffer = std::move(raw);
   return result;
 }

@@ -15,7 +15,8 @@ struct PaddedBuffer {
   // One more zero byte after the padding-sized tail: the loader may write a closing ']' right after the
   // payload and still needs kPadding readable bytes after that.
   static constexpr size_t kSpare = 1;
-  std::unique_ptr<char[]> data;
+  std::shared_ptr<char> owner;  // heap memory or a private (copy-on-write) file mapping
+  char* data = nullptr;
   size_t size = 0;      // payload bytes
   size_t capacity = 0;  // allocated bytes minus kSpare (>= size + kPadding)
 };
@@ -27,7 +28,9 @@ struct InputResult {
   bool ok() const { return error.empty(); }
 };
 
-// Reads a file; gzip content (by its magic bytes, whatever the name) is inflated.
+// Reads a file; gzip content (by its magic bytes, whatever the name) is inflated. Plain files are mapped
+// privately rather than copied: the page cache backs the bytes, and the few bytes the loader patches are
+// copied on write.
 InputResult read_input_file(const std::string& path);
 
 // Copies bytes into a padded buffer, inflating them when they are gzip.

@@ -26,7 +26,11 @@ namespace {
 namespace ondemand = simdjson::ondemand;
 using detail::kNotFound;
 
+#ifdef PTADVISE_LOADER_SMALL_WINDOWS
+constexpr size_t kWindowBytes = 2048;  // fuzzing builds: window boundaries fall inside small inputs
+#else
 constexpr size_t kWindowBytes = size_t{4} << 20;
+#endif
 constexpr size_t kMaxEventBytes = size_t{256} << 20;  // one event larger than this is skipped
 constexpr size_t kMaxWarningsPerKind = 3;
 
@@ -57,7 +61,7 @@ std::string describe(simdjson::error_code error) {
     case simdjson::NUMBER_ERROR:
       return "invalid number";
     default:
-      return "invalid JSON";
+      return "invalid JSON (an unescaped quote or backslash?)";
   }
 }
 
@@ -117,7 +121,7 @@ enum class EventStatus { Stored, Skipped, Malformed, Fatal };
 class TraceParser {
  public:
   TraceParser(detail::PaddedBuffer buffer, std::string label) : buffer_(std::move(buffer)), label_(std::move(label)) {
-    data_ = buffer_.data.get();
+    data_ = buffer_.data;
     size_ = buffer_.size;
   }
 
@@ -141,6 +145,7 @@ class TraceParser {
   bool read_args(ondemand::value& value, ondemand::document& doc, EventFields& fields);
   EventStatus store(EventFields& fields, size_t start);
   uint32_t track_for(const EventFields& fields, EventKind kind);
+  StringId intern(std::string_view text);
   void note_malformed(size_t offset, const std::string& reason);
   void warn(std::string message) { timeline_.stats.warnings.push_back(label_ + ": " + std::move(message)); }
   std::string at(size_t offset) const { return label_ + ": byte " + std::to_string(offset) + ": "; }
@@ -162,6 +167,14 @@ class TraceParser {
   std::string first_syntax_error_;
   size_t syntax_warnings_ = 0;
 
+  // Direct-mapped cache in front of the string pool: names repeat, and a cheap hash of length and end
+  // bytes plus one comparison is faster than hashing every byte of a long kernel name.
+  struct CachedString {
+    const char* text = nullptr;
+    size_t length = 0;
+    StringId id = 0;
+  };
+  std::vector<CachedString> intern_cache_ = std::vector<CachedString>(4096);
   std::vector<uint8_t> category_kind_;  // per StringId of a category: EventKind + 1, 0 = not yet known
   std::unordered_map<uint64_t, uint32_t> cpu_tracks_, gpu_tracks_;
   std::unordered_map<StringId, StringId> process_names_;
@@ -170,6 +183,20 @@ class TraceParser {
   std::string_view last_pid_token_, last_tid_token_;
   StringId last_pid_ = 0, last_tid_ = 0;
 };
+
+StringId TraceParser::intern(std::string_view text) {
+  uint64_t head = 0, tail = 0;
+  const size_t size = text.size();
+  std::memcpy(&head, text.data(), std::min<size_t>(size, 8));
+  if (size > 8) std::memcpy(&tail, text.data() + size - 8, 8);
+  uint64_t hash = (size * 0x9E3779B97F4A7C15ULL) ^ (head * 0xFF51AFD7ED558CCDULL) ^ (tail * 0xC4CEB9FE1A85EC53ULL);
+  hash ^= hash >> 31;
+  CachedString& slot = intern_cache_[hash & (intern_cache_.size() - 1)];
+  if (slot.length == size && slot.text != nullptr && std::memcmp(slot.text, text.data(), size) == 0) return slot.id;
+  StringId id = timeline_.strings.intern(text);
+  slot = {timeline_.strings.view(id).data(), size, id};
+  return id;
+}
 
 void TraceParser::note_malformed(size_t offset, const std::string& reason) {
   ++timeline_.stats.malformed_events;
@@ -268,7 +295,7 @@ EventStatus TraceParser::parse_event(ondemand::object& object, ondemand::documen
           auto error = value.get_string().get(text);
           if (error == simdjson::SUCCESS) {
             fields.has_name = true;
-            fields.name = timeline_.strings.intern(text);
+            fields.name = intern(text);
           } else if (error == simdjson::INCORRECT_TYPE) {
             fields.bad_name = true;
           } else {
@@ -281,7 +308,7 @@ EventStatus TraceParser::parse_event(ondemand::object& object, ondemand::documen
           std::string_view text;
           auto error = value.get_string().get(text);
           if (error == simdjson::SUCCESS) {
-            fields.category = timeline_.strings.intern(text);
+            fields.category = intern(text);
             fields.has_category = true;
           } else if (error != simdjson::INCORRECT_TYPE) {
             return EventStatus::Fatal;
@@ -503,8 +530,8 @@ TraceParser::SingleResult TraceParser::parse_single_event(size_t start) {
   }
   ++timeline_.stats.recovered_errors;
   if (++syntax_warnings_ <= kMaxWarningsPerKind) {
-    warn(message + "; skipped " + with_commas(resume - start) + " bytes to the next event at byte " +
-         std::to_string(resume));
+    warn(message + "; skipped that event (byte " + std::to_string(start) + ", " + with_commas(resume - start) +
+         " bytes) and resumed at byte " + std::to_string(resume));
   }
   return {resume, true, false};
 }
@@ -580,7 +607,10 @@ size_t TraceParser::parse_event_list(size_t pos) {
       continue;  // re-read this window event by event
     }
     ondemand::array array;
-    size_t resume = start;         // after the last event handled
+    // Where to continue: after the last event handled. To save a location query per event it is kept as
+    // the start of the last object read, whose end is found with the byte scanner only when needed.
+    size_t resume = start;
+    size_t last_object = kNotFound;
     size_t failed_at = kNotFound;  // where reading stopped in this window
     bool failed_at_event = false;  // failed_at is the start of an event (else it is `resume`)
     bool closed = false;
@@ -590,16 +620,9 @@ size_t TraceParser::parse_event_list(size_t pos) {
         ondemand::value element;
         if (element_result.get(element)) {
           closed = false;
-          failed_at = resume;
           break;
         }
-        const char* element_location = nullptr;
-        if (element.current_location().get(element_location)) {
-          closed = false;
-          failed_at = resume;
-          break;
-        }
-        const auto element_start = static_cast<size_t>(element_location - data_);
+        const auto element_start = static_cast<size_t>(element.raw_json_token().data() - data_);
         ondemand::object object;
         auto error = element.get_object().get(object);
         if (error == simdjson::INCORRECT_TYPE) {
@@ -613,6 +636,7 @@ size_t TraceParser::parse_event_list(size_t pos) {
           ++timeline_.stats.events_seen;
           note_malformed(element_start, "expected an object for an event");
           resume = end;
+          last_object = kNotFound;
           continue;
         }
         if (error || parse_event(object, doc, element_start) == EventStatus::Fatal) {
@@ -621,11 +645,15 @@ size_t TraceParser::parse_event_list(size_t pos) {
           failed_at_event = true;
           break;
         }
-        const char* next = nullptr;
-        resume = doc.current_location().get(next) == simdjson::SUCCESS ? static_cast<size_t>(next - data_) : limit;
+        last_object = element_start;
       }
     }
     restore();
+    if (last_object != kNotFound) {
+      size_t end = detail::skip_value(data_, size_, last_object);
+      resume = end == kNotFound ? size_ : end;
+    }
+    if (!closed && failed_at == kNotFound) failed_at = resume;
     if (closed) {
       size_t close = detail::skip_space(data_, size_, resume);
       if (close < size_ && data_[close] == ']') return close + 1;
@@ -872,10 +900,8 @@ std::variant<Timeline, LoadError> TraceParser::run(const LoadOptions& options) {
   }
   finish();
 
-  auto* raw = buffer_.data.release();
-  timeline_.buffer_owner =
-      std::shared_ptr<const void>(raw, [](const void* bytes) { delete[] static_cast<const char*>(bytes); });
-  timeline_.buffer = raw;
+  timeline_.buffer_owner = std::shared_ptr<const void>(buffer_.owner, buffer_.data);
+  timeline_.buffer = buffer_.data;
   timeline_.buffer_size = size_;
   if (options.link) detail::link_timeline(timeline_);
   return std::move(timeline_);
