@@ -57,7 +57,7 @@ std::string describe(simdjson::error_code error) {
     case simdjson::NUMBER_ERROR:
       return "invalid number";
     default:
-      return "invalid JSON";
+      return "invalid JSON (an unescaped quote or backslash?)";
   }
 }
 
@@ -503,8 +503,8 @@ TraceParser::SingleResult TraceParser::parse_single_event(size_t start) {
   }
   ++timeline_.stats.recovered_errors;
   if (++syntax_warnings_ <= kMaxWarningsPerKind) {
-    warn(message + "; skipped " + with_commas(resume - start) + " bytes to the next event at byte " +
-         std::to_string(resume));
+    warn(message + "; skipped that event (byte " + std::to_string(start) + ", " + with_commas(resume - start) +
+         " bytes) and resumed at byte " + std::to_string(resume));
   }
   return {resume, true, false};
 }

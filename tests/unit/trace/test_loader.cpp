@@ -362,7 +362,7 @@ TEST_CASE("loader: bad input gives one-line errors naming the file and the posit
   CHECK(load_error("{\"schemaVersion\": 1 \"traceEvents\": []}") ==
         "trace.json: byte 20: expected ',' or '}' after the value of \"schemaVersion\"");
   CHECK(load_error("{\"traceEvents\": [{\"ph\": \"X\", \"name\": \"a\", \"ts\": 1, \"dur\": }]}") ==
-        "trace.json: byte 17: invalid JSON in an event");
+        "trace.json: byte 17: invalid JSON (an unescaped quote or backslash?) in an event");
   CHECK(load_error("{\"traceEvents\": [{\"ph\": \"X\", \"name\": \"\xff\xfe\", \"ts\": 1, \"dur\": 1}]}") ==
         "trace.json: byte 17: invalid UTF-8 bytes in an event");
   CHECK(load_error("\x89PNG\r\n\x1a\n\0\0", "image.json") ==
@@ -443,8 +443,14 @@ TEST_CASE("loader: unescaped quotes and backslashes in names are skipped by resy
   CHECK(timeline.name(1) == "middle");
   CHECK(timeline.name(2) == "last");
   CHECK(timeline.stats.recovered_errors == 2);
-  CHECK(timeline.stats.warnings.size() == 2);
   CHECK(timeline.stats.malformed_events == 0);
+  std::string text = trace.json();
+  size_t quote_event = text.find("\n  {", text.find("\"first\"")) + 3;
+  size_t middle_event = text.rfind("\n  {", text.find("\"middle\"")) + 3;
+  REQUIRE(timeline.stats.warnings.size() == 2);
+  CHECK(timeline.stats.warnings[0].find("; skipped that event (byte " + std::to_string(quote_event) + ", " +
+                                        std::to_string(middle_event - quote_event) + " bytes) and resumed at byte " +
+                                        std::to_string(middle_event)) != std::string::npos);
 }
 
 TEST_CASE("loader: gzip input, including multi-member streams, from bytes and from files") {
