@@ -1,17 +1,67 @@
+// `ptadvise summary TRACE...`: what a trace contains (devices, steps, GPU busy share and breakdown, the
+// idle ledger by cause, kernel counts, top kernels and CPU ops), as text or JSON.
 #include <CLI/CLI.hpp>
 
+#include <iostream>
+#include <memory>
+#include <string>
+#include <variant>
+#include <vector>
+
 #include "commands.h"
+#include "ptadvise/analysis.h"
+#include "ptadvise/loader.h"
+#include "ptadvise/summary_printer.h"
 
 namespace ptadvise::cli {
+namespace {
 
-// Placeholder until this command is implemented: it refuses to run rather than pretend.
-void add_summary_command(CLI::App& app) {
-  auto* cmd = app.add_subcommand("summary", "(not available yet)");
-  cmd->allow_extras();
-  cmd->callback([] {
-    print_error("'summary' is not available in this build yet");
+struct SummaryOptions {
+  std::vector<std::string> traces;
+  std::string format = "text";
+  size_t top = 10;
+};
+
+void run_summary(const SummaryOptions& options) {
+  auto loaded = load_traces(options.traces);
+  if (auto* error = std::get_if<LoadError>(&loaded)) {
+    print_error(error->message);
     exit_code() = kExitInputError;
-  });
+    return;
+  }
+  const auto& timelines = std::get<std::vector<Timeline>>(loaded);
+  std::vector<Summary> summaries;
+  for (const Timeline& timeline : timelines) {
+    for (const std::string& warning : timeline.stats.warnings) print_warning(warning);
+    Analysis analysis = analyze(timeline);
+    summaries.push_back(summarize(analysis, options.top));
+  }
+  if (options.format == "json") {
+    std::cout << (summaries.size() == 1 ? summary_json(summaries.front()) : summaries_json(summaries)) << '\n';
+  } else {
+    for (size_t i = 0; i < summaries.size(); ++i) {
+      if (i > 0) std::cout << '\n';
+      std::cout << summary_text(summaries[i]);
+    }
+  }
+  exit_code() = kExitClean;
+}
+
+}  // namespace
+
+void add_summary_command(CLI::App& app) {
+  auto options = std::make_shared<SummaryOptions>();
+  auto* cmd = app.add_subcommand(
+      "summary",
+      "Describe traces: devices, steps and step time, GPU busy share and breakdown, idle time by cause,\n"
+      "kernels per step and the share under 10 us, top kernels and CPU ops.");
+  cmd->add_option("traces", options->traces, "Trace files (.json, .json.gz) or directories of per-rank traces")
+      ->required();
+  cmd->add_option("--format", options->format, "Output format: text or json")
+      ->check(CLI::IsMember({"text", "json"}))
+      ->capture_default_str();
+  cmd->add_option("--top", options->top, "How many kernels and CPU ops to list")->capture_default_str();
+  cmd->callback([options] { run_summary(*options); });
 }
 
 }  // namespace ptadvise::cli

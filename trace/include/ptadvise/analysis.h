@@ -2,8 +2,10 @@
 // attributes every GPU idle gap inside steps to one host-side cause. Rules and the summary read this.
 #pragma once
 
+#include <cstdint>
 #include <optional>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "ptadvise/timeline.h"
@@ -56,10 +58,15 @@ struct Analysis {
   StepSource step_source = StepSource::WholeWindow;
   std::string step_note;  // how steps were found, phrased for the user
   std::vector<Step> steps;
+  // Per step: the part of its span the ledger covers. Spans of consecutive steps may overlap (the GPU
+  // trails the CPU); windows never do, so no idle nanosecond belongs to two steps.
+  std::vector<Interval> step_windows;
   std::vector<int32_t> devices;                 // GPU devices that have activity, sorted
   std::vector<std::vector<Interval>> busy;      // per entry of `devices`: merged kernel/memcpy/memset time
   std::vector<IdleGap> idle;                    // the ledger, sorted by (device, start)
   std::vector<uint32_t> event_step;             // per event: index into steps, or kNone
+  uint32_t main_track = kNone;  // the CPU thread carrying the step markers, else the one launching most GPU work
+  std::unordered_map<int64_t, EventIndex> cpu_op_by_external_id;  // `External id` of CPU ops (> 0)
 
   uint32_t step_of(EventIndex i) const { return event_step[i]; }
   // Innermost enclosing CPU op (skipping runtime/annotation layers) of a GPU op or runtime call.
@@ -72,7 +79,17 @@ struct Analysis {
   // Idle time of the ledger charged to `cause` (all devices, all steps), in ns.
   int64_t idle_ns(IdleCause cause) const;
   double median_step_ns() const;
+  // Total GPU idle inside the step windows (all devices): the sum of the ledger.
+  int64_t total_idle_ns() const;
+
+  // `Python id` -> python_function event, built on first use by user_source().
+  mutable std::optional<std::unordered_map<int64_t, EventIndex>> python_by_id;
 };
+
+// Parses one Python frame "path/file.py(42): function"; nullopt when the text has no such shape.
+std::optional<SourceLocation> parse_python_frame(std::string_view frame);
+// True for frames of torch, site-/dist-packages, the standard library and built-ins.
+bool is_library_frame(std::string_view file);
 
 Analysis analyze(const Timeline& timeline);
 
@@ -81,6 +98,10 @@ struct KernelStat {
   std::string name;
   int64_t count = 0;
   int64_t total_ns = 0;
+};
+struct IdleShare {
+  IdleCause cause = IdleCause::Untraced;
+  double ms = 0;  // ledger time charged to the cause, all devices, all steps
 };
 struct Summary {
   std::string path;
@@ -92,10 +113,13 @@ struct Summary {
   double median_step_ms = 0;
   double p90_step_ms = 0;
   double gpu_busy_pct = 0;  // union of kernel/memcpy/memset (all devices) over first step start..last step end
+  double span_ms = 0;       // first step start..last step end
   // Breakdown of GPU time within the step span, in ms (per device, summed over devices).
   double compute_ms = 0, communication_ms = 0, memcpy_ms = 0, memset_ms = 0, idle_ms = 0;
   double kernels_per_step = 0;
   double tiny_kernel_pct = 0;  // kernels shorter than 10 us, % of kernel count
+  int64_t kernel_count = 0;    // kernels inside steps
+  std::vector<IdleShare> idle_causes;  // the ledger by cause, largest first, causes with time only
   std::vector<KernelStat> top_kernels;  // by total time
   std::vector<KernelStat> top_cpu_ops;  // by total (inclusive) time
   LoadStats load;

@@ -1,0 +1,131 @@
+// The link pass: per-track order, CPU nesting with rounding overhang, launches by correlation in every era.
+#include <doctest/doctest.h>
+
+#include "ptadvise/analysis.h"
+#include "test_analysis_helpers.h"
+#include "trace_builder.h"
+
+using namespace ptadvise;
+using namespace ptadvise::testing;
+
+TEST_CASE("links: launch and nesting by correlation in every format era") {
+  for (Era era : {Era::Kineto2020, Era::Kineto2021, Era::Kineto2022, Era::Kineto2023, Era::RelativeFloatUs,
+                  Era::RelativeStringUs}) {
+    CAPTURE(static_cast<int>(era));
+    TraceBuilder trace(era);
+    trace.device(0, "NVIDIA A100", 8, 0, 80LL << 30);
+    trace.cpu_op("aten::mm", 100, 50, "\"External id\": 7");
+    trace.launch("gemm_kernel", 110, 5, 200, 10);
+    trace.cpu_op("aten::add", 160, 10, "\"External id\": 8");
+    Timeline timeline = trace.load();
+    REQUIRE(timeline.events.size() > 0);
+    const EventIndex op = find_event(timeline, "aten::mm");
+    const EventIndex call = find_event(timeline, "cudaLaunchKernel");
+    const EventIndex kernel = find_event(timeline, "gemm_kernel");
+    REQUIRE(op != kNone);
+    REQUIRE(call != kNone);
+    REQUIRE(kernel != kNone);
+    CHECK(timeline.events.launch[kernel] == call);
+    CHECK(timeline.events.launch[call] == kernel);
+    CHECK(timeline.events.parent[call] == op);
+    CHECK(timeline.events.parent[op] == kNone);
+    CHECK(timeline.events.parent[find_event(timeline, "aten::add")] == kNone);
+    CHECK(timeline.events.parent[kernel] == kNone);  // GPU tracks have no nesting
+
+    Analysis analysis = analyze(timeline);
+    CHECK(analysis.cpu_op_of(kernel) == op);
+    CHECK(analysis.cpu_op_of(call) == op);
+    CHECK(analysis.cpu_op_of(op) == op);
+
+    // Each track's events are ordered by start, longer first on ties.
+    for (const auto& list : timeline.track_events) {
+      for (size_t k = 1; k < list.size(); ++k) {
+        const int64_t a = timeline.events.ts_ns[list[k - 1]], b = timeline.events.ts_ns[list[k]];
+        CHECK(a <= b);
+        if (a == b) CHECK(timeline.events.dur_ns[list[k - 1]] >= timeline.events.dur_ns[list[k]]);
+      }
+    }
+  }
+}
+
+TEST_CASE("links: a child overhanging its parent by up to 1 us is nested and clamped; more is not") {
+  TraceBuilder trace(Era::Kineto2023);
+  trace.cpu_op("parent", 100, 10);     // ends 110
+  trace.cpu_op("overhang", 105, 6);    // ends 111: rounding, still inside
+  trace.cpu_op("sibling", 112, 3);     // after the parent
+  trace.cpu_op("outer", 200, 10);      // ends 210
+  trace.cpu_op("too_long", 205, 7);    // ends 212: not a child
+  trace.cpu_op("same_start_long", 300, 20);
+  trace.cpu_op("same_start_short", 300, 5);
+  Timeline timeline = trace.load();
+  const auto& events = timeline.events;
+  const EventIndex parent = find_event(timeline, "parent");
+  const EventIndex overhang = find_event(timeline, "overhang");
+  CHECK(events.parent[overhang] == parent);
+  CHECK(events.dur_ns[overhang] == us(5));  // clamped to the parent's end
+  CHECK(events.parent[find_event(timeline, "sibling")] == kNone);
+  CHECK(events.parent[find_event(timeline, "too_long")] == kNone);
+  CHECK(events.dur_ns[find_event(timeline, "too_long")] == us(7));
+  CHECK(events.parent[find_event(timeline, "same_start_short")] == find_event(timeline, "same_start_long"));
+  CHECK(events.parent[find_event(timeline, "same_start_long")] == kNone);
+}
+
+TEST_CASE("links: External id ties a launch on another thread, or a GPU op without launch, to its CPU op") {
+  TraceBuilder trace(Era::Kineto2023);
+  trace.cpu_op("aten::linear", 100, 50, "\"External id\": 42", 1);
+  // The runtime call sits on thread 2, outside any op there, and names the op by External id.
+  trace.runtime("cudaLaunchKernel", 120, 5, 501, 2, "\"External id\": 42");
+  trace.kernel("addmm_kernel", 130, 10, 501);
+  // A kernel whose launch was not recorded, carrying the op's External id.
+  trace.kernel("orphan_kernel", 150, 10, 999, 0, 7, "\"External id\": 42");
+  Timeline timeline = trace.load();
+  Analysis analysis = analyze(timeline);
+  const EventIndex op = find_event(timeline, "aten::linear");
+  const EventIndex call = find_event(timeline, "cudaLaunchKernel");
+  const EventIndex kernel = find_event(timeline, "addmm_kernel");
+  const EventIndex orphan = find_event(timeline, "orphan_kernel");
+  CHECK(timeline.events.parent[call] == kNone);
+  CHECK(timeline.events.launch[kernel] == call);
+  CHECK(analysis.cpu_op_of(call) == op);
+  CHECK(analysis.cpu_op_of(kernel) == op);
+  CHECK(timeline.events.launch[orphan] == kNone);
+  CHECK(analysis.cpu_op_of(orphan) == op);
+}
+
+TEST_CASE("links: graph kernels without a per-kernel launch stay unlinked; sync records link to their call") {
+  TraceBuilder trace(Era::Kineto2023);
+  trace.annotation("ProfilerStep#1", 0, 1000);
+  const int64_t graph = trace.next_correlation();
+  trace.runtime("cudaGraphLaunch", 10, 20, graph);
+  trace.kernel("graph_node_kernel", 40, 10, graph + 5000);  // correlation of no recorded call
+  const int64_t sync = trace.next_correlation();
+  trace.runtime("cudaStreamSynchronize", 60, 100, sync);
+  trace.sync("Stream Sync", 60, 100, sync);
+  Timeline timeline = trace.load();
+  const EventIndex graph_kernel = find_event(timeline, "graph_node_kernel");
+  const EventIndex sync_call = find_event(timeline, "cudaStreamSynchronize");
+  const EventIndex sync_record = find_event(timeline, "Stream Sync");
+  CHECK(timeline.events.launch[graph_kernel] == kNone);
+  CHECK(timeline.events.launch[find_event(timeline, "cudaGraphLaunch")] == kNone);
+  CHECK(timeline.events.launch[sync_record] == sync_call);
+  CHECK(timeline.events.launch[sync_call] == sync_record);
+  Analysis analysis = analyze(timeline);
+  CHECK(analysis.step_of(graph_kernel) == 0);  // by time, inside the step
+}
+
+TEST_CASE("op_chain lists enclosing ops and annotations outermost first, without the step marker") {
+  TraceBuilder trace(Era::Kineto2023);
+  trace.annotation("ProfilerStep#3", 0, 1000);
+  trace.annotation("## forward ##", 10, 500);
+  trace.cpu_op("aten::linear", 20, 100);
+  trace.cpu_op("aten::addmm", 30, 50);
+  trace.launch("gemm", 40, 5, 60, 10);
+  Timeline timeline = trace.load();
+  Analysis analysis = analyze(timeline);
+  auto chain = analysis.op_chain(find_event(timeline, "gemm"));
+  REQUIRE(chain.size() == 3);
+  CHECK(timeline.name(chain[0]) == "## forward ##");
+  CHECK(timeline.name(chain[1]) == "aten::linear");
+  CHECK(timeline.name(chain[2]) == "aten::addmm");
+  CHECK(analysis.cpu_op_of(find_event(timeline, "gemm")) == find_event(timeline, "aten::addmm"));
+}

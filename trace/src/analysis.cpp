@@ -1,0 +1,276 @@
+// analyze(): the orchestration of the analyses, and the lookups rules use on an Analysis.
+#include "ptadvise/analysis.h"
+
+#include <algorithm>
+#include <cctype>
+#include <charconv>
+
+#include "analysis_detail.h"
+
+namespace ptadvise {
+
+std::string_view to_string(StepSource source) {
+  switch (source) {
+    case StepSource::ProfilerStep:
+      return "ProfilerStep";
+    case StepSource::Inferred:
+      return "inferred";
+    case StepSource::WholeWindow:
+      return "whole-window";
+  }
+  return "whole-window";
+}
+
+std::string_view to_string(IdleCause cause) {
+  switch (cause) {
+    case IdleCause::Sync:
+      return "sync";
+    case IdleCause::DataLoader:
+      return "data-loader";
+    case IdleCause::LaunchBound:
+      return "launch-bound";
+    case IdleCause::CpuWork:
+      return "cpu-work";
+    case IdleCause::Untraced:
+      return "untraced";
+  }
+  return "untraced";
+}
+
+int64_t Step::span_start() const { return gpu_start_ns >= 0 ? std::min(start_ns, gpu_start_ns) : start_ns; }
+int64_t Step::span_end() const { return gpu_end_ns >= 0 ? std::max(end_ns, gpu_end_ns) : end_ns; }
+
+namespace detail {
+
+uint8_t classify_name(std::string_view name) {
+  uint8_t classes = 0;
+  if (name.starts_with("ProfilerStep#")) classes |= kStepMarker;
+  if (name.starts_with("enumerate(DataLoader)#") && name.find("__next__") != std::string_view::npos) {
+    classes |= kDataLoader;
+  }
+  const bool is_memcpy_call =
+      name.starts_with("cudaMemcpy") || name.starts_with("hipMemcpy") || name.starts_with("cuMemcpy");
+  const bool is_async = name.find("Async") != std::string_view::npos;
+  if (name.find("Synchronize") != std::string_view::npos) classes |= kSyncCall;
+  if (is_memcpy_call && !is_async) classes |= kSyncCall;  // cudaMemcpy, hipMemcpyWithStream: host waits
+  if (is_memcpy_call && is_async) classes |= kAsyncMemcpy;
+  const bool is_memset_call =
+      name.starts_with("cudaMemset") || name.starts_with("hipMemset") || name.starts_with("cuMemset");
+  if (name.find("Launch") != std::string_view::npos || (is_memcpy_call && is_async) ||
+      (is_memset_call && is_async)) {
+    classes |= kLaunchCall;
+  }
+  if (name == "Stream Sync" || name == "Event Sync" || name == "Context Sync" || name == "Device Sync") {
+    classes |= kHostSyncRecord;
+  }
+  std::string_view bare = name;
+  if (bare.starts_with("void ")) bare.remove_prefix(5);
+  if (bare.starts_with("nccl") || bare.starts_with("rccl") || name.find("ncclKernel_") != std::string_view::npos ||
+      name.find("ncclDevKernel_") != std::string_view::npos) {
+    classes |= kCommunication;
+  }
+  return classes;
+}
+
+NameClasses classify_names(const StringPool& strings) {
+  NameClasses classes;
+  classes.by_name.resize(strings.size());
+  for (StringId id = 0; id < strings.size(); ++id) classes.by_name[id] = classify_name(strings.view(id));
+  return classes;
+}
+
+}  // namespace detail
+
+Analysis analyze(const Timeline& timeline) {
+  Analysis analysis;
+  analysis.timeline = &timeline;
+  const Events& events = timeline.events;
+  const detail::NameClasses names = detail::classify_names(timeline.strings);
+  for (EventIndex i = 0; i < events.size(); ++i) {
+    if (events.kind[i] != EventKind::CpuOp || events.external_id[i] <= 0) continue;
+    if (names.has(timeline, i, detail::kStepMarker)) continue;
+    analysis.cpu_op_by_external_id.emplace(events.external_id[i], i);
+  }
+  detail::find_steps(timeline, names, analysis);
+  detail::compute_busy(timeline, analysis);
+  detail::compute_step_windows(analysis);
+  detail::build_idle_ledger(timeline, names, analysis);
+  return analysis;
+}
+
+namespace {
+
+bool is_step_marker(const Timeline& timeline, EventIndex i) { return timeline.name(i).starts_with("ProfilerStep#"); }
+
+// The host-side event standing for `i`: GPU ops map to their launch call, else to the CPU op of their
+// External id; host events stand for themselves.
+EventIndex host_side(const Analysis& analysis, EventIndex i) {
+  const Events& events = analysis.timeline->events;
+  if (i == kNone || i >= events.size()) return kNone;
+  if (!is_gpu_side(events.kind[i])) return i;
+  if (events.launch[i] != kNone) return events.launch[i];
+  if (events.external_id[i] > 0) {
+    auto it = analysis.cpu_op_by_external_id.find(events.external_id[i]);
+    if (it != analysis.cpu_op_by_external_id.end()) return it->second;
+  }
+  return kNone;
+}
+
+}  // namespace
+
+EventIndex Analysis::cpu_op_of(EventIndex i) const {
+  const Events& events = timeline->events;
+  EventIndex start = host_side(*this, i);
+  if (start == kNone) return kNone;
+  for (EventIndex e = start; e != kNone; e = events.parent[e]) {
+    if (events.kind[e] == EventKind::CpuOp && !is_step_marker(*timeline, e)) return e;
+  }
+  // Not nested (another thread, or a trace without nesting): the op that shares its External id.
+  if (events.external_id[start] > 0) {
+    auto it = cpu_op_by_external_id.find(events.external_id[start]);
+    if (it != cpu_op_by_external_id.end()) return it->second;
+  }
+  return kNone;
+}
+
+std::vector<EventIndex> Analysis::op_chain(EventIndex i) const {
+  const Events& events = timeline->events;
+  std::vector<EventIndex> chain;
+  EventIndex start = host_side(*this, i);
+  if (start == kNone) return chain;
+  auto collect = [&](EventIndex from) {
+    for (EventIndex e = from; e != kNone; e = events.parent[e]) {
+      EventKind kind = events.kind[e];
+      if ((kind == EventKind::CpuOp || kind == EventKind::UserAnnotation) && !is_step_marker(*timeline, e)) {
+        chain.push_back(e);
+      }
+    }
+  };
+  collect(start);
+  if (chain.empty()) {
+    EventIndex op = cpu_op_of(start);
+    if (op != kNone) collect(op);
+  }
+  std::reverse(chain.begin(), chain.end());
+  return chain;
+}
+
+std::optional<SourceLocation> parse_python_frame(std::string_view frame) {
+  while (!frame.empty() && std::isspace(static_cast<unsigned char>(frame.front()))) frame.remove_prefix(1);
+  while (!frame.empty() && std::isspace(static_cast<unsigned char>(frame.back()))) frame.remove_suffix(1);
+  // "file.py(42): function", or "file.py(42)" without a function.
+  size_t close = frame.find("): ");
+  std::string_view function;
+  if (close != std::string_view::npos) {
+    function = frame.substr(close + 3);
+  } else if (!frame.empty() && frame.back() == ')') {
+    close = frame.size() - 1;
+  } else {
+    return std::nullopt;
+  }
+  size_t open = frame.rfind('(', close);
+  if (open == std::string_view::npos || open == 0 || open + 1 >= close) return std::nullopt;
+  std::string_view digits = frame.substr(open + 1, close - open - 1);
+  int line = 0;
+  auto [end, error] = std::from_chars(digits.data(), digits.data() + digits.size(), line);
+  if (error != std::errc() || end != digits.data() + digits.size()) return std::nullopt;
+  SourceLocation location;
+  location.file = std::string(frame.substr(0, open));
+  location.line = line;
+  location.function = std::string(function);
+  return location;
+}
+
+bool is_library_frame(std::string_view file) {
+  if (file.empty() || file.front() == '<') return true;  // <built-in ...>, <frozen ...>, <string>
+  return file.starts_with("torch/") || file.find("/torch/") != std::string_view::npos ||
+         file.find("site-packages/") != std::string_view::npos ||
+         file.find("dist-packages/") != std::string_view::npos ||
+         file.find("/lib/python3") != std::string_view::npos || file.starts_with("lib/python3");
+}
+
+namespace {
+
+std::optional<SourceLocation> user_frame(std::string_view frame) {
+  auto location = parse_python_frame(frame);
+  if (!location || is_library_frame(location->file)) return std::nullopt;
+  return location;
+}
+
+// `Call stack` lists frames innermost first, separated by ";" (older writers add "\r\n" after it).
+std::optional<SourceLocation> first_user_frame_of_stack(std::string_view stack) {
+  while (!stack.empty()) {
+    size_t cut = stack.find(';');
+    std::string_view frame = stack.substr(0, cut);
+    if (auto location = user_frame(frame)) return location;
+    if (cut == std::string_view::npos) break;
+    stack.remove_prefix(cut + 1);
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+std::optional<SourceLocation> Analysis::user_source(EventIndex i) const {
+  const Events& events = timeline->events;
+  EventIndex start = host_side(*this, i);
+  if (start == kNone) return std::nullopt;
+  EventIndex outermost_python = kNone;
+  for (EventIndex e = start; e != kNone; e = events.parent[e]) {
+    EventKind kind = events.kind[e];
+    if (kind == EventKind::PythonFunction) {
+      if (auto location = user_frame(timeline->name(e))) return location;
+      outermost_python = e;
+    } else if ((kind == EventKind::CpuOp || kind == EventKind::UserAnnotation) && events.args_length[e] > 0) {
+      if (auto stack = timeline->arg_string(e, "Call stack"); stack && !stack->empty()) {
+        if (auto location = first_user_frame_of_stack(*stack)) return location;
+      }
+    }
+  }
+  if (outermost_python == kNone) return std::nullopt;
+  // The nesting ended (frames cut by the trace window): continue through `Python parent id`.
+  if (!python_by_id) {
+    python_by_id.emplace();
+    for (EventIndex e = 0; e < events.size(); ++e) {
+      if (events.kind[e] != EventKind::PythonFunction) continue;
+      if (auto id = timeline->arg_int(e, "Python id")) python_by_id->emplace(*id, e);
+    }
+  }
+  EventIndex frame = outermost_python;
+  for (int guard = 0; guard < 10000; ++guard) {
+    auto parent_id = timeline->arg_int(frame, "Python parent id");
+    if (!parent_id) break;
+    auto it = python_by_id->find(*parent_id);
+    if (it == python_by_id->end() || it->second == frame) break;
+    frame = it->second;
+    if (auto location = user_frame(timeline->name(frame))) return location;
+  }
+  return std::nullopt;
+}
+
+int64_t Analysis::idle_ns(IdleCause cause) const {
+  int64_t total = 0;
+  for (const IdleGap& gap : idle) {
+    if (gap.cause == cause) total += gap.duration_ns();
+  }
+  return total;
+}
+
+int64_t Analysis::total_idle_ns() const {
+  int64_t total = 0;
+  for (const IdleGap& gap : idle) total += gap.duration_ns();
+  return total;
+}
+
+double Analysis::median_step_ns() const {
+  if (steps.empty()) return 0;
+  std::vector<int64_t> durations;
+  durations.reserve(steps.size());
+  for (const Step& step : steps) durations.push_back(step.duration_ns());
+  std::sort(durations.begin(), durations.end());
+  size_t n = durations.size();
+  if (n % 2 == 1) return static_cast<double>(durations[n / 2]);
+  return (static_cast<double>(durations[n / 2 - 1]) + static_cast<double>(durations[n / 2])) / 2.0;
+}
+
+}  // namespace ptadvise

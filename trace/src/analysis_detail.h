@@ -1,0 +1,45 @@
+// Internal to trace/: the stages of analyze() and the name classes they share.
+#pragma once
+
+#include <cstdint>
+#include <string_view>
+#include <vector>
+
+#include "ptadvise/analysis.h"
+
+namespace ptadvise::detail {
+
+// What a name means to the analyses; computed once per distinct interned name, never per event.
+enum NameClass : uint8_t {
+  kStepMarker = 1u << 0,     // ProfilerStep#N
+  kDataLoader = 1u << 1,     // enumerate(DataLoader)#...__next__
+  kSyncCall = 1u << 2,       // host-blocking runtime/driver call: *Synchronize, synchronous memcpy
+  kAsyncMemcpy = 1u << 3,    // cudaMemcpyAsync and friends: blocking when followed by a synchronize
+  kLaunchCall = 1u << 4,     // runtime/driver call that queues GPU work (kernel, copy, memset, graph)
+  kHostSyncRecord = 1u << 5, // cuda_sync record of a host wait: Stream/Event/Context/Device Sync
+  kCommunication = 1u << 6,  // NCCL/RCCL kernels
+};
+
+struct NameClasses {
+  std::vector<uint8_t> by_name;  // indexed by StringId
+  bool has(const Timeline& timeline, EventIndex i, NameClass c) const {
+    return (by_name[timeline.events.name[i]] & c) != 0;
+  }
+};
+NameClasses classify_names(const StringPool& strings);
+uint8_t classify_name(std::string_view name);
+
+// Step detection (steps.cpp): fills steps, step_source, step_note, event_step, main_track.
+void find_steps(const Timeline& timeline, const NameClasses& names, Analysis& analysis);
+
+// Busy union and the idle ledger (idle.cpp).
+void compute_busy(const Timeline& timeline, Analysis& analysis);
+void compute_step_windows(Analysis& analysis);
+void build_idle_ledger(const Timeline& timeline, const NameClasses& names, Analysis& analysis);
+
+// Merges intervals in place (sorted by start first); the result is disjoint and sorted.
+void merge_intervals(std::vector<Interval>& intervals);
+// Length of the union of sorted disjoint intervals clipped to [start, end).
+int64_t covered_ns(const std::vector<Interval>& merged, int64_t start, int64_t end);
+
+}  // namespace ptadvise::detail

@@ -1,0 +1,341 @@
+// GPU busy time per device and the idle ledger: every idle nanosecond inside the step windows is charged
+// once, to what the launching host thread was doing at that moment.
+#include <algorithm>
+#include <limits>
+#include <unordered_set>
+
+#include "analysis_detail.h"
+
+namespace ptadvise::detail {
+
+void merge_intervals(std::vector<Interval>& intervals) {
+  std::sort(intervals.begin(), intervals.end(),
+            [](const Interval& a, const Interval& b) { return a.start_ns < b.start_ns; });
+  size_t out = 0;
+  for (const Interval& interval : intervals) {
+    if (interval.end_ns <= interval.start_ns) continue;
+    if (out > 0 && interval.start_ns <= intervals[out - 1].end_ns) {
+      intervals[out - 1].end_ns = std::max(intervals[out - 1].end_ns, interval.end_ns);
+    } else {
+      intervals[out++] = interval;
+    }
+  }
+  intervals.resize(out);
+}
+
+int64_t covered_ns(const std::vector<Interval>& merged, int64_t start, int64_t end) {
+  int64_t total = 0;
+  auto it = std::lower_bound(merged.begin(), merged.end(), start,
+                             [](const Interval& interval, int64_t value) { return interval.end_ns <= value; });
+  for (; it != merged.end() && it->start_ns < end; ++it) {
+    total += std::min(it->end_ns, end) - std::max(it->start_ns, start);
+  }
+  return total;
+}
+
+namespace {
+
+// Busy intervals of one device with the GPU op that opens each (the op after a gap) and the op that ends
+// last in it (the op before the next gap).
+struct DeviceBusy {
+  std::vector<Interval> busy;
+  std::vector<EventIndex> first_op;
+  std::vector<EventIndex> last_op;
+};
+
+std::vector<DeviceBusy> device_busy(const Timeline& timeline, const std::vector<int32_t>& devices) {
+  const Events& events = timeline.events;
+  std::vector<std::vector<EventIndex>> ops(devices.size());
+  for (uint32_t t = 0; t < timeline.tracks.size(); ++t) {
+    const Track& track = timeline.tracks[t];
+    if (track.kind != TrackKind::Gpu) continue;
+    auto it = std::lower_bound(devices.begin(), devices.end(), track.device);
+    if (it == devices.end() || *it != track.device) continue;
+    auto& list = ops[static_cast<size_t>(it - devices.begin())];
+    for (EventIndex i : timeline.track_events[t]) {
+      if (is_gpu_activity(events.kind[i]) && events.dur_ns[i] > 0) list.push_back(i);
+    }
+  }
+  std::vector<DeviceBusy> result(devices.size());
+  for (size_t d = 0; d < devices.size(); ++d) {
+    auto& list = ops[d];
+    std::sort(list.begin(), list.end(), [&events](EventIndex a, EventIndex b) {
+      return events.ts_ns[a] != events.ts_ns[b] ? events.ts_ns[a] < events.ts_ns[b] : a < b;
+    });
+    DeviceBusy& out = result[d];
+    for (EventIndex i : list) {
+      int64_t start = events.ts_ns[i], end = events.end_ns(i);
+      if (!out.busy.empty() && start <= out.busy.back().end_ns) {
+        if (end > out.busy.back().end_ns) {
+          out.busy.back().end_ns = end;
+          out.last_op.back() = i;
+        }
+      } else {
+        out.busy.push_back({start, end});
+        out.first_op.push_back(i);
+        out.last_op.push_back(i);
+      }
+    }
+  }
+  return result;
+}
+
+// A stretch of one host thread with the innermost event running on it (kNone: nothing recorded).
+struct Piece {
+  int64_t start_ns;
+  int64_t end_ns;
+  EventIndex innermost;
+};
+
+// Splits [from, to) on a CPU track by the innermost event covering each moment. Visits only the events
+// that start inside the range, plus the enclosing chain at `from`.
+void sweep_thread(const Timeline& timeline, uint32_t track, int64_t from, int64_t to, std::vector<Piece>& pieces) {
+  const Events& events = timeline.events;
+  const std::vector<EventIndex>& list = timeline.track_events[track];
+  size_t next = static_cast<size_t>(
+      std::upper_bound(list.begin(), list.end(), from,
+                       [&events](int64_t value, EventIndex e) { return value < events.ts_ns[e]; }) -
+      list.begin());
+  std::vector<EventIndex> open;
+  if (next > 0) {
+    EventIndex covering = list[next - 1];
+    while (covering != kNone && events.end_ns(covering) <= from) covering = events.parent[covering];
+    for (EventIndex e = covering; e != kNone; e = events.parent[e]) open.push_back(e);
+    std::reverse(open.begin(), open.end());
+  }
+  int64_t now = from;
+  auto emit = [&pieces](int64_t start, int64_t end, EventIndex innermost) {
+    if (!pieces.empty() && pieces.back().innermost == innermost && pieces.back().end_ns == start) {
+      pieces.back().end_ns = end;
+    } else {
+      pieces.push_back({start, end, innermost});
+    }
+  };
+  while (now < to) {
+    while (!open.empty() && events.end_ns(open.back()) <= now) open.pop_back();
+    int64_t boundary = to;
+    if (next < list.size()) boundary = std::min(boundary, events.ts_ns[list[next]]);
+    if (!open.empty()) boundary = std::min(boundary, events.end_ns(open.back()));
+    if (boundary > now) {
+      emit(now, boundary, open.empty() ? kNone : open.back());
+      now = boundary;
+    }
+    while (next < list.size() && events.ts_ns[list[next]] <= now && now < to) {
+      EventIndex e = list[next++];
+      if (events.dur_ns[e] > 0 && events.end_ns(e) > now) open.push_back(e);
+    }
+  }
+}
+
+enum class PieceKind { Sync, DataLoader, Launch, Work, Untraced };
+
+struct Classified {
+  PieceKind kind;
+  EventIndex culprit;
+};
+
+class LedgerBuilder {
+ public:
+  LedgerBuilder(const Timeline& timeline, const NameClasses& names, Analysis& analysis)
+      : timeline_(timeline), events_(timeline.events), names_(names), analysis_(analysis) {
+    mark_blocking_calls();
+  }
+
+  void charge_gap(int32_t device, uint32_t step, int64_t start, int64_t end, EventIndex next_op,
+                  EventIndex previous_op) {
+    EventIndex host_call = kNone;
+    if (next_op != kNone) host_call = events_.launch[next_op];
+    if (host_call == kNone && previous_op != kNone) host_call = events_.launch[previous_op];
+    uint32_t thread = host_call != kNone ? events_.track[host_call] : analysis_.main_track;
+
+    pieces_.clear();
+    if (thread != kNone && thread < timeline_.track_events.size()) {
+      sweep_thread(timeline_, thread, start, end, pieces_);
+    } else {
+      pieces_.push_back({start, end, kNone});
+    }
+    classified_.clear();
+    int64_t launching_ns = 0;
+    for (const Piece& piece : pieces_) {
+      classified_.push_back(classify(piece.innermost));
+      if (classified_.back().kind == PieceKind::Launch) launching_ns += piece.end_ns - piece.start_ns;
+    }
+    // Mostly inside launch calls: the host cannot queue work as fast as the GPU finishes it.
+    const bool launch_bound = 2 * launching_ns > end - start;
+    EventIndex launcher = next_op != kNone ? analysis_.cpu_op_of(next_op) : kNone;
+    for (size_t p = 0; p < pieces_.size(); ++p) {
+      IdleCause cause = IdleCause::Untraced;
+      EventIndex culprit = classified_[p].culprit;
+      switch (classified_[p].kind) {
+        case PieceKind::Sync:
+          cause = IdleCause::Sync;
+          break;
+        case PieceKind::DataLoader:
+          cause = IdleCause::DataLoader;
+          break;
+        case PieceKind::Launch:
+        case PieceKind::Work:
+        case PieceKind::Untraced:
+          if (launch_bound) {
+            cause = IdleCause::LaunchBound;
+            if (launcher != kNone) culprit = launcher;
+          } else {
+            cause = classified_[p].kind == PieceKind::Untraced ? IdleCause::Untraced : IdleCause::CpuWork;
+          }
+          break;
+      }
+      append(device, step, pieces_[p].start_ns, pieces_[p].end_ns, cause, culprit);
+    }
+  }
+
+ private:
+  // cudaMemcpyAsync followed by a synchronize on the same thread (`.item()`, `.cpu()`) blocks like a
+  // synchronous copy; so does a call that a cuda_sync record shows waiting on the host.
+  void mark_blocking_calls() {
+    for (uint32_t t = 0; t < timeline_.tracks.size(); ++t) {
+      if (timeline_.tracks[t].kind != TrackKind::Cpu) continue;
+      EventIndex pending_copy = kNone;
+      for (EventIndex e : timeline_.track_events[t]) {
+        EventKind kind = events_.kind[e];
+        if (kind != EventKind::Runtime && kind != EventKind::Driver) continue;
+        if (pending_copy != kNone && events_.parent[e] == pending_copy) continue;  // its driver call
+        if (pending_copy != kNone && names_.has(timeline_, e, kSyncCall)) blocking_.insert(pending_copy);
+        pending_copy = names_.has(timeline_, e, kAsyncMemcpy) ? e : kNone;
+      }
+    }
+    for (EventIndex e = 0; e < events_.size(); ++e) {
+      if (events_.kind[e] == EventKind::Sync && events_.launch[e] != kNone &&
+          names_.has(timeline_, e, kHostSyncRecord)) {
+        blocking_.insert(events_.launch[e]);
+      }
+    }
+  }
+
+  Classified classify(EventIndex innermost) const {
+    if (innermost == kNone) return {PieceKind::Untraced, kNone};
+    EventIndex sync = kNone, loader = kNone, launch = kNone, op = kNone, python = kNone, note = kNone,
+               other_call = kNone;
+    for (EventIndex e = innermost; e != kNone; e = events_.parent[e]) {
+      EventKind kind = events_.kind[e];
+      uint8_t classes = names_.by_name[events_.name[e]];
+      if (kind == EventKind::Runtime || kind == EventKind::Driver) {
+        if ((classes & kSyncCall) || blocking_.count(e)) {
+          if (sync == kNone) sync = e;
+        } else if (classes & kLaunchCall) {
+          if (launch == kNone) launch = e;
+        } else if (other_call == kNone) {
+          other_call = e;
+        }
+      } else if (kind == EventKind::CpuOp || kind == EventKind::UserAnnotation) {
+        if (classes & kDataLoader) {
+          if (loader == kNone) loader = e;
+        } else if (classes & kStepMarker) {
+          // the step itself says nothing about what ran inside it
+        } else if (kind == EventKind::CpuOp) {
+          if (op == kNone) op = e;
+        } else if (note == kNone) {
+          note = e;
+        }
+      } else if (kind == EventKind::PythonFunction) {
+        if (python == kNone) python = e;
+      }
+    }
+    if (sync != kNone) return {PieceKind::Sync, op != kNone ? op : sync};
+    if (loader != kNone) return {PieceKind::DataLoader, loader};
+    if (launch != kNone) return {PieceKind::Launch, op != kNone ? op : launch};
+    for (EventIndex culprit : {op, python, note, other_call}) {
+      if (culprit != kNone) return {PieceKind::Work, culprit};
+    }
+    return {PieceKind::Untraced, kNone};
+  }
+
+  void append(int32_t device, uint32_t step, int64_t start, int64_t end, IdleCause cause, EventIndex culprit) {
+    auto& ledger = analysis_.idle;
+    if (!ledger.empty()) {
+      IdleGap& last = ledger.back();
+      if (last.device == device && last.step == step && last.end_ns == start && last.cause == cause &&
+          last.culprit == culprit) {
+        last.end_ns = end;
+        return;
+      }
+    }
+    IdleGap gap;
+    gap.device = device;
+    gap.step = step;
+    gap.start_ns = start;
+    gap.end_ns = end;
+    gap.cause = cause;
+    gap.culprit = culprit;
+    ledger.push_back(gap);
+  }
+
+  const Timeline& timeline_;
+  const Events& events_;
+  const NameClasses& names_;
+  Analysis& analysis_;
+  std::unordered_set<EventIndex> blocking_;
+  std::vector<Piece> pieces_;
+  std::vector<Classified> classified_;
+};
+
+}  // namespace
+
+void compute_busy(const Timeline& timeline, Analysis& analysis) {
+  const Events& events = timeline.events;
+  std::vector<uint8_t> seen(timeline.tracks.size(), 0);
+  for (EventIndex i = 0; i < events.size(); ++i) {
+    if (is_gpu_activity(events.kind[i]) && events.track[i] < seen.size()) seen[events.track[i]] = 1;
+  }
+  analysis.devices.clear();
+  for (uint32_t t = 0; t < timeline.tracks.size(); ++t) {
+    if (seen[t] && timeline.tracks[t].kind == TrackKind::Gpu) analysis.devices.push_back(timeline.tracks[t].device);
+  }
+  std::sort(analysis.devices.begin(), analysis.devices.end());
+  analysis.devices.erase(std::unique(analysis.devices.begin(), analysis.devices.end()), analysis.devices.end());
+  analysis.busy.clear();
+  for (DeviceBusy& device : device_busy(timeline, analysis.devices)) analysis.busy.push_back(std::move(device.busy));
+}
+
+void compute_step_windows(Analysis& analysis) {
+  analysis.step_windows.clear();
+  int64_t cursor = std::numeric_limits<int64_t>::min();
+  for (const Step& step : analysis.steps) {
+    int64_t start = std::max(step.span_start(), cursor);
+    int64_t end = std::max(step.span_end(), start);
+    analysis.step_windows.push_back({start, end});
+    cursor = std::max(cursor, end);
+  }
+}
+
+void build_idle_ledger(const Timeline& timeline, const NameClasses& names, Analysis& analysis) {
+  analysis.idle.clear();
+  if (analysis.devices.empty() || analysis.steps.empty()) return;
+  std::vector<DeviceBusy> devices = device_busy(timeline, analysis.devices);
+  LedgerBuilder builder(timeline, names, analysis);
+  for (size_t d = 0; d < devices.size(); ++d) {
+    const DeviceBusy& device = devices[d];
+    const size_t busy_count = device.busy.size();
+    size_t first = 0;
+    for (uint32_t s = 0; s < analysis.step_windows.size(); ++s) {
+      const Interval window = analysis.step_windows[s];
+      if (window.end_ns <= window.start_ns) continue;
+      while (first < busy_count && device.busy[first].end_ns <= window.start_ns) ++first;
+      int64_t now = window.start_ns;
+      size_t next = first;
+      while (now < window.end_ns) {
+        if (next < busy_count && device.busy[next].start_ns <= now) {
+          now = std::max(now, device.busy[next].end_ns);
+          ++next;
+          continue;
+        }
+        int64_t gap_end = next < busy_count ? std::min(device.busy[next].start_ns, window.end_ns) : window.end_ns;
+        EventIndex next_op = next < busy_count ? device.first_op[next] : kNone;
+        EventIndex previous_op = next > 0 ? device.last_op[next - 1] : kNone;
+        builder.charge_gap(analysis.devices[d], s, now, gap_end, next_op, previous_op);
+        now = gap_end;
+      }
+    }
+  }
+}
+
+}  // namespace ptadvise::detail

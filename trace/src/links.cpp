@@ -1,0 +1,102 @@
+// The link pass: per-track ordering, CPU nesting (parent) and GPU op <-> launch call (launch).
+#include "links.h"
+
+#include <algorithm>
+#include <unordered_map>
+
+namespace ptadvise::detail {
+namespace {
+
+// Timestamps rounded separately (integer µs, or floats printed with 3 decimals) can make a child end up
+// to a microsecond after its parent; such a child is still nested, and its end is clamped to the parent's.
+constexpr int64_t kNestingToleranceNs = 1000;
+
+void sort_tracks(Timeline& timeline) {
+  const Events& events = timeline.events;
+  timeline.track_events.assign(timeline.tracks.size(), {});
+  for (EventIndex i = 0; i < events.size(); ++i) {
+    uint32_t track = events.track[i];
+    if (track >= timeline.track_events.size()) continue;  // defensive: loader always fills valid tracks
+    timeline.track_events[track].push_back(i);
+  }
+  for (auto& list : timeline.track_events) {
+    std::sort(list.begin(), list.end(), [&events](EventIndex a, EventIndex b) {
+      if (events.ts_ns[a] != events.ts_ns[b]) return events.ts_ns[a] < events.ts_ns[b];
+      if (events.dur_ns[a] != events.dur_ns[b]) return events.dur_ns[a] > events.dur_ns[b];
+      return a < b;
+    });
+  }
+}
+
+// Stack walk over one CPU track in (ts asc, dur desc) order: an event's parent is the innermost open
+// event that still encloses it.
+void link_parents(Timeline& timeline, const std::vector<EventIndex>& ordered) {
+  Events& events = timeline.events;
+  std::vector<EventIndex> open;
+  for (EventIndex i : ordered) {
+    const int64_t start = events.ts_ns[i];
+    const int64_t end = events.end_ns(i);
+    while (!open.empty()) {
+      EventIndex top = open.back();
+      const int64_t top_end = events.end_ns(top);
+      if (start < top_end && end <= top_end + kNestingToleranceNs) break;
+      open.pop_back();
+    }
+    if (!open.empty()) {
+      EventIndex parent = open.back();
+      events.parent[i] = parent;
+      const int64_t parent_end = events.end_ns(parent);
+      if (end > parent_end) events.dur_ns[i] = parent_end - start;  // the rounding overhang
+    }
+    if (events.dur_ns[i] > 0) open.push_back(i);
+  }
+}
+
+bool is_launch_side(EventKind kind) { return kind == EventKind::Runtime || kind == EventKind::Driver; }
+
+// GPU-side events that a runtime/driver call can have issued (annotations carry no correlation of their own).
+bool is_launched(EventKind kind) { return is_gpu_activity(kind) || kind == EventKind::Sync; }
+
+void link_launches(Timeline& timeline) {
+  Events& events = timeline.events;
+  std::unordered_map<int64_t, EventIndex> call_by_correlation;
+  for (EventIndex i = 0; i < events.size(); ++i) {
+    if (!is_launch_side(events.kind[i]) || events.correlation[i] < 0) continue;
+    call_by_correlation.emplace(events.correlation[i], i);  // first one wins on (rare) duplicates
+  }
+  if (call_by_correlation.empty()) return;
+  for (EventIndex i = 0; i < events.size(); ++i) {
+    if (!is_launched(events.kind[i]) || events.correlation[i] < 0) continue;
+    auto it = call_by_correlation.find(events.correlation[i]);
+    if (it == call_by_correlation.end()) continue;
+    EventIndex call = it->second;
+    events.launch[i] = call;
+    // The call points at its first GPU op; GPU work is preferred over a sync record of the same call.
+    EventIndex current = events.launch[call];
+    if (current == kNone) {
+      events.launch[call] = i;
+      continue;
+    }
+    const bool current_is_work = is_gpu_activity(events.kind[current]);
+    const bool candidate_is_work = is_gpu_activity(events.kind[i]);
+    if ((candidate_is_work && !current_is_work) ||
+        (candidate_is_work == current_is_work && events.ts_ns[i] < events.ts_ns[current])) {
+      events.launch[call] = i;
+    }
+  }
+}
+
+}  // namespace
+
+void link_timeline(Timeline& timeline) {
+  Events& events = timeline.events;
+  events.parent.assign(events.size(), kNone);
+  events.launch.assign(events.size(), kNone);
+  sort_tracks(timeline);
+  for (size_t t = 0; t < timeline.tracks.size(); ++t) {
+    if (timeline.tracks[t].kind == TrackKind::Cpu) link_parents(timeline, timeline.track_events[t]);
+  }
+  link_launches(timeline);
+}
+
+}  // namespace ptadvise::detail

@@ -1,0 +1,349 @@
+// Finding training steps: ProfilerStep#N markers, else a period inferred from the kernel sequence, else the
+// whole profiled window; then every event is assigned to a step.
+#include <algorithm>
+#include <charconv>
+#include <limits>
+#include <string>
+
+#include "analysis_detail.h"
+
+namespace ptadvise::detail {
+namespace {
+
+int64_t marker_number(std::string_view name, int64_t fallback) {
+  std::string_view digits = name.substr(std::string_view("ProfilerStep#").size());
+  int64_t number = 0;
+  auto [end, error] = std::from_chars(digits.data(), digits.data() + digits.size(), number);
+  return error == std::errc() && end != digits.data() ? number : fallback;
+}
+
+bool is_marker_kind(EventKind kind) { return kind == EventKind::CpuOp || kind == EventKind::UserAnnotation; }
+
+std::string thread_label(const Timeline& timeline, uint32_t track) {
+  const Track& t = timeline.tracks[track];
+  return "thread " + std::string(timeline.strings.view(t.tid_text));
+}
+
+// Markers on the thread that carries most of them (ties: the process's main thread, tid == pid).
+bool find_marker_steps(const Timeline& timeline, const NameClasses& names, Analysis& analysis) {
+  const Events& events = timeline.events;
+  uint32_t best = kNone;
+  size_t best_count = 0;
+  bool best_is_main = false;
+  for (uint32_t t = 0; t < timeline.tracks.size(); ++t) {
+    if (timeline.tracks[t].kind != TrackKind::Cpu) continue;
+    size_t count = 0;
+    for (EventIndex i : timeline.track_events[t]) {
+      if (is_marker_kind(events.kind[i]) && names.has(timeline, i, kStepMarker)) ++count;
+    }
+    if (count == 0) continue;
+    const Track& track = timeline.tracks[t];
+    bool is_main = track.pid >= 0 && track.pid == track.tid;
+    if (count > best_count || (count == best_count && is_main && !best_is_main)) {
+      best = t;
+      best_count = count;
+      best_is_main = is_main;
+    }
+  }
+  if (best == kNone) return false;
+  for (EventIndex i : timeline.track_events[best]) {
+    if (!is_marker_kind(events.kind[i]) || !names.has(timeline, i, kStepMarker)) continue;
+    // The same marker written twice (as cpu_op and user_annotation) is one step.
+    if (!analysis.steps.empty() && analysis.steps.back().start_ns == events.ts_ns[i] &&
+        timeline.name(analysis.steps.back().marker) == timeline.name(i)) {
+      continue;
+    }
+    Step step;
+    step.number = marker_number(timeline.name(i), static_cast<int64_t>(analysis.steps.size()));
+    step.start_ns = events.ts_ns[i];
+    step.end_ns = events.end_ns(i);
+    step.marker = i;
+    analysis.steps.push_back(step);
+  }
+  analysis.main_track = best;
+  analysis.step_source = StepSource::ProfilerStep;
+  analysis.step_note = std::to_string(analysis.steps.size()) + " ProfilerStep marker" +
+                       (analysis.steps.size() == 1 ? "" : "s") + " on " + thread_label(timeline, best);
+  return true;
+}
+
+uint64_t mix64(uint64_t x) {  // splitmix64 finaliser: a well-spread value per name for multiset hashing
+  x += 0x9E3779B97F4A7C15ull;
+  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
+  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
+  return x ^ (x >> 31);
+}
+
+std::string shorten(std::string_view name, size_t limit) {
+  if (name.size() <= limit) return std::string(name);
+  return std::string(name.substr(0, limit - 3)) + "...";
+}
+
+// Infers steps from the kernel sequence of the busiest device: a kernel name whose occurrences are evenly
+// spaced (every L kernels) gives a candidate period L; it is accepted when the sequence splits into at
+// least two windows of L kernels that hold the same multiset of names. The fewest, longest periods win
+// (a whole training step rather than one layer of it).
+bool infer_steps(const Timeline& timeline, Analysis& analysis) {
+  const Events& events = timeline.events;
+  std::vector<std::vector<EventIndex>> kernels_by_device;
+  std::vector<int32_t> device_ids;
+  for (uint32_t t = 0; t < timeline.tracks.size(); ++t) {
+    const Track& track = timeline.tracks[t];
+    if (track.kind != TrackKind::Gpu) continue;
+    auto it = std::find(device_ids.begin(), device_ids.end(), track.device);
+    size_t slot = static_cast<size_t>(it - device_ids.begin());
+    if (it == device_ids.end()) {
+      device_ids.push_back(track.device);
+      kernels_by_device.emplace_back();
+    }
+    for (EventIndex i : timeline.track_events[t]) {
+      if (events.kind[i] == EventKind::Kernel) kernels_by_device[slot].push_back(i);
+    }
+  }
+  size_t busiest = kNone;
+  for (size_t d = 0; d < kernels_by_device.size(); ++d) {
+    if (busiest == kNone || kernels_by_device[d].size() > kernels_by_device[busiest].size()) busiest = d;
+  }
+  if (busiest == kNone) return false;
+  std::vector<EventIndex>& sequence = kernels_by_device[busiest];
+  const size_t count = sequence.size();
+  if (count < 2) return false;
+  std::sort(sequence.begin(), sequence.end(), [&events](EventIndex a, EventIndex b) {
+    return events.ts_ns[a] != events.ts_ns[b] ? events.ts_ns[a] < events.ts_ns[b] : a < b;
+  });
+
+  // Occurrences per name, and prefix sums of per-name hashes for O(1) window multiset comparison.
+  std::vector<uint32_t> occurrences(timeline.strings.size(), 0);
+  for (EventIndex i : sequence) ++occurrences[events.name[i]];
+  std::vector<uint64_t> prefix(count + 1, 0);
+  for (size_t k = 0; k < count; ++k) prefix[k + 1] = prefix[k] + mix64(events.name[sequence[k]]);
+  auto window_hash = [&prefix](size_t from, size_t length) { return prefix[from + length] - prefix[from]; };
+
+  // Candidate periods from evenly spaced names: (occurrences, period, name).
+  struct Candidate {
+    size_t occurrences;
+    size_t period;
+    StringId name;
+  };
+  std::vector<Candidate> candidates;
+  {
+    std::vector<size_t> last_position(timeline.strings.size(), kNone);
+    std::vector<size_t> gap(timeline.strings.size(), 0);
+    std::vector<uint8_t> regular(timeline.strings.size(), 1);
+    for (size_t k = 0; k < count; ++k) {
+      StringId name = events.name[sequence[k]];
+      if (last_position[name] != kNone) {
+        size_t distance = k - last_position[name];
+        if (gap[name] == 0) gap[name] = distance;
+        else if (gap[name] != distance) regular[name] = 0;
+      }
+      last_position[name] = k;
+    }
+    for (StringId name = 0; name < occurrences.size(); ++name) {
+      if (occurrences[name] < 2 || !regular[name] || gap[name] == 0) continue;
+      if (count / gap[name] < 2) continue;
+      candidates.push_back({occurrences[name], gap[name], name});
+    }
+  }
+  std::sort(candidates.begin(), candidates.end(), [](const Candidate& a, const Candidate& b) {
+    if (a.period != b.period) return a.period > b.period;
+    return a.name < b.name;
+  });
+
+  size_t chosen_period = 0, chosen_offset = 0, chosen_windows = 0;
+  StringId chosen_name = 0;
+  size_t tried_period = 0;
+  for (const Candidate& candidate : candidates) {
+    if (candidate.period == tried_period) continue;
+    tried_period = candidate.period;
+    const size_t period = candidate.period;
+    const size_t windows = count / period;
+    const size_t slack = count - windows * period;
+    int64_t best_score = std::numeric_limits<int64_t>::min();
+    size_t best_offset = kNone;
+    for (size_t offset = 0; offset <= slack; ++offset) {
+      uint64_t first = window_hash(offset, period);
+      bool same = true;
+      for (size_t w = 1; w < windows && same; ++w) same = window_hash(offset + w * period, period) == first;
+      if (!same) continue;
+      // Prefer boundaries where the GPU waited: step boundaries usually sit in host-side gaps.
+      int64_t score = 0;
+      for (size_t w = offset == 0 ? 1 : 0; w < windows; ++w) {
+        size_t k = offset + w * period;
+        score += events.ts_ns[sequence[k]] - events.end_ns(sequence[k - 1]);
+      }
+      if (score > best_score) {
+        best_score = score;
+        best_offset = offset;
+      }
+    }
+    if (best_offset == kNone) continue;
+    chosen_period = period;
+    chosen_offset = best_offset;
+    chosen_windows = windows;
+    chosen_name = candidate.name;
+    break;
+  }
+  if (chosen_period == 0) return false;
+
+  // A step's CPU interval runs from the earliest launch of its kernels to the next step's start.
+  auto host_time = [&events](EventIndex kernel) {
+    EventIndex call = events.launch[kernel];
+    return call != kNone ? events.ts_ns[call] : events.ts_ns[kernel];
+  };
+  auto host_end = [&events](EventIndex kernel) {
+    EventIndex call = events.launch[kernel];
+    return call != kNone ? events.end_ns(call) : events.end_ns(kernel);
+  };
+  for (size_t w = 0; w < chosen_windows; ++w) {
+    Step step;
+    step.number = static_cast<int64_t>(w);
+    step.start_ns = std::numeric_limits<int64_t>::max();
+    int64_t latest_end = std::numeric_limits<int64_t>::min();
+    for (size_t k = chosen_offset + w * chosen_period; k < chosen_offset + (w + 1) * chosen_period; ++k) {
+      step.start_ns = std::min(step.start_ns, host_time(sequence[k]));
+      latest_end = std::max(latest_end, host_end(sequence[k]));
+    }
+    step.end_ns = latest_end;
+    analysis.steps.push_back(step);
+  }
+  for (size_t w = 0; w + 1 < analysis.steps.size(); ++w) {
+    analysis.steps[w].end_ns = std::max(analysis.steps[w].start_ns, analysis.steps[w + 1].start_ns);
+  }
+  analysis.step_source = StepSource::Inferred;
+  analysis.step_note = "no ProfilerStep markers; " + std::to_string(chosen_windows) +
+                       " steps inferred from the kernel sequence of GPU " + std::to_string(device_ids[busiest]) +
+                       ", which repeats every " + std::to_string(chosen_period) + " kernels (anchor kernel: " +
+                       shorten(timeline.strings.view(chosen_name), 60) + ")";
+  return true;
+}
+
+bool counts_for_window(EventKind kind) {
+  return kind != EventKind::MemoryInstant && kind != EventKind::Instant && kind != EventKind::Other;
+}
+
+void whole_window_step(const Timeline& timeline, Analysis& analysis) {
+  const Events& events = timeline.events;
+  int64_t start = std::numeric_limits<int64_t>::max();
+  int64_t end = std::numeric_limits<int64_t>::min();
+  for (EventIndex i = 0; i < events.size(); ++i) {
+    if (!counts_for_window(events.kind[i])) continue;
+    start = std::min(start, events.ts_ns[i]);
+    end = std::max(end, events.end_ns(i));
+  }
+  analysis.step_source = StepSource::WholeWindow;
+  if (start > end) {
+    analysis.step_note = "the trace has no timed events: no steps";
+    return;
+  }
+  Step step;
+  step.start_ns = start;
+  step.end_ns = end;
+  analysis.steps.push_back(step);
+  analysis.step_note = "no ProfilerStep markers and no repeating kernel sequence: the profiled window is one step";
+}
+
+// The CPU thread that launches most GPU work.
+uint32_t busiest_launch_thread(const Timeline& timeline) {
+  const Events& events = timeline.events;
+  std::vector<size_t> launches(timeline.tracks.size(), 0);
+  std::vector<size_t> all(timeline.tracks.size(), 0);
+  for (EventIndex i = 0; i < events.size(); ++i) {
+    uint32_t track = events.track[i];
+    if (track >= timeline.tracks.size() || timeline.tracks[track].kind != TrackKind::Cpu) continue;
+    ++all[track];
+    EventKind kind = events.kind[i];
+    if ((kind == EventKind::Runtime || kind == EventKind::Driver) && events.launch[i] != kNone) ++launches[track];
+  }
+  uint32_t best = kNone;
+  for (uint32_t t = 0; t < timeline.tracks.size(); ++t) {
+    if (timeline.tracks[t].kind != TrackKind::Cpu || all[t] == 0) continue;
+    if (best == kNone || launches[t] > launches[best] || (launches[t] == launches[best] && all[t] > all[best])) {
+      best = t;
+    }
+  }
+  return best;
+}
+
+// Index of the step whose [start, end) (as given by the accessors) contains ts, or kNone. Steps are
+// sorted by start; an earlier step may still contain ts when intervals overlap, so one step back is checked.
+template <typename Start, typename End>
+uint32_t step_containing(const std::vector<Step>& steps, int64_t ts, Start start_of, End end_of) {
+  auto it = std::upper_bound(steps.begin(), steps.end(), ts,
+                             [&](int64_t value, const Step& step) { return value < start_of(step); });
+  if (it == steps.begin()) return kNone;
+  size_t index = static_cast<size_t>(it - steps.begin()) - 1;
+  if (ts < end_of(steps[index])) return static_cast<uint32_t>(index);
+  if (index > 0 && ts < end_of(steps[index - 1]) && ts >= start_of(steps[index - 1])) {
+    return static_cast<uint32_t>(index - 1);
+  }
+  return kNone;
+}
+
+void assign_events(const Timeline& timeline, Analysis& analysis) {
+  const Events& events = timeline.events;
+  std::vector<Step>& steps = analysis.steps;
+  std::sort(steps.begin(), steps.end(), [](const Step& a, const Step& b) { return a.start_ns < b.start_ns; });
+  auto cpu_start = [](const Step& s) { return s.start_ns; };
+  auto cpu_end = [](const Step& s) { return s.end_ns; };
+  // Host events by time on their thread.
+  for (EventIndex i = 0; i < events.size(); ++i) {
+    uint32_t track = events.track[i];
+    if (track < timeline.tracks.size() && timeline.tracks[track].kind == TrackKind::Cpu) {
+      analysis.event_step[i] = step_containing(steps, events.ts_ns[i], cpu_start, cpu_end);
+    }
+  }
+  // GPU ops by their launch; they define each step's GPU extent.
+  std::vector<EventIndex> unlaunched;
+  for (EventIndex i = 0; i < events.size(); ++i) {
+    if (!is_gpu_side(events.kind[i])) continue;
+    EventIndex call = events.launch[i];
+    if (call == kNone) {
+      unlaunched.push_back(i);
+      continue;
+    }
+    uint32_t s = analysis.event_step[call];
+    analysis.event_step[i] = s;
+    if (s == kNone || !is_gpu_activity(events.kind[i])) continue;
+    Step& step = steps[s];
+    if (step.gpu_start_ns < 0 || events.ts_ns[i] < step.gpu_start_ns) step.gpu_start_ns = events.ts_ns[i];
+    step.gpu_end_ns = std::max(step.gpu_end_ns, events.end_ns(i));
+  }
+  // GPU ops without a launch call (CUDA graph kernels, traces without runtime events) by time in the span.
+  auto span_start = [](const Step& s) { return s.span_start(); };
+  auto span_end = [](const Step& s) { return s.span_end(); };
+  std::vector<Step> by_span = steps;  // spans are fixed before unlaunched ops widen them
+  std::vector<uint32_t> order(steps.size());
+  for (uint32_t s = 0; s < order.size(); ++s) order[s] = s;
+  std::sort(order.begin(), order.end(),
+            [&steps](uint32_t a, uint32_t b) { return steps[a].span_start() < steps[b].span_start(); });
+  for (uint32_t s = 0; s < order.size(); ++s) by_span[s] = steps[order[s]];
+  for (EventIndex i : unlaunched) {
+    uint32_t position = step_containing(by_span, events.ts_ns[i], span_start, span_end);
+    if (position == kNone) continue;
+    uint32_t s = order[position];
+    analysis.event_step[i] = s;
+    if (!is_gpu_activity(events.kind[i])) continue;
+    Step& step = steps[s];
+    if (step.gpu_start_ns < 0 || events.ts_ns[i] < step.gpu_start_ns) step.gpu_start_ns = events.ts_ns[i];
+    step.gpu_end_ns = std::max(step.gpu_end_ns, events.end_ns(i));
+  }
+}
+
+}  // namespace
+
+void find_steps(const Timeline& timeline, const NameClasses& names, Analysis& analysis) {
+  analysis.event_step.assign(timeline.events.size(), kNone);
+  analysis.steps.clear();
+  if (!find_marker_steps(timeline, names, analysis)) {
+    analysis.steps.clear();
+    if (!infer_steps(timeline, analysis)) {
+      analysis.steps.clear();
+      whole_window_step(timeline, analysis);
+    }
+  }
+  if (analysis.main_track == kNone) analysis.main_track = busiest_launch_thread(timeline);
+  if (!analysis.steps.empty()) assign_events(timeline, analysis);
+}
+
+}  // namespace ptadvise::detail

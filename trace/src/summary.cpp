@@ -1,0 +1,156 @@
+// summarize(): the figures of `ptadvise summary`, computed from an Analysis (printing lives in advisor/).
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "analysis_detail.h"
+
+namespace ptadvise {
+namespace {
+
+constexpr double kNsPerMs = 1e6;
+constexpr int64_t kTinyKernelNs = 10'000;
+
+std::vector<KernelStat> top_by_time(const Timeline& timeline, const std::vector<int64_t>& count,
+                                    const std::vector<int64_t>& total, size_t top_n) {
+  std::vector<StringId> ids;
+  for (StringId id = 0; id < count.size(); ++id) {
+    if (count[id] > 0) ids.push_back(id);
+  }
+  auto order = [&](StringId a, StringId b) {
+    if (total[a] != total[b]) return total[a] > total[b];
+    return timeline.strings.view(a) < timeline.strings.view(b);
+  };
+  size_t keep = std::min(top_n, ids.size());
+  std::partial_sort(ids.begin(), ids.begin() + static_cast<std::ptrdiff_t>(keep), ids.end(), order);
+  std::vector<KernelStat> stats;
+  for (size_t k = 0; k < keep; ++k) {
+    stats.push_back({std::string(timeline.strings.view(ids[k])), count[ids[k]], total[ids[k]]});
+  }
+  return stats;
+}
+
+}  // namespace
+
+Summary summarize(const Analysis& analysis, size_t top_n) {
+  Summary summary;
+  const Timeline& timeline = *analysis.timeline;
+  const Events& events = timeline.events;
+  summary.path = timeline.path;
+  summary.rank = timeline.rank;
+  summary.load = timeline.stats;
+  for (int32_t id : analysis.devices) {
+    if (const DeviceInfo* info = timeline.device(id)) {
+      summary.devices.push_back(*info);
+    } else {
+      DeviceInfo unknown;
+      unknown.id = id;
+      summary.devices.push_back(unknown);
+    }
+  }
+
+  summary.step_count = analysis.steps.size();
+  summary.step_source = analysis.step_source;
+  summary.step_note = analysis.step_note;
+  if (analysis.steps.empty()) return summary;
+
+  std::vector<int64_t> durations;
+  int64_t span_start = std::numeric_limits<int64_t>::max();
+  int64_t span_end = std::numeric_limits<int64_t>::min();
+  for (const Step& step : analysis.steps) {
+    durations.push_back(step.duration_ns());
+    span_start = std::min(span_start, step.span_start());
+    span_end = std::max(span_end, step.span_end());
+  }
+  std::sort(durations.begin(), durations.end());
+  summary.median_step_ms = analysis.median_step_ns() / kNsPerMs;
+  // p90 by nearest rank: the smallest duration with at least 90% of the steps at or below it.
+  size_t rank90 = static_cast<size_t>(std::ceil(0.9 * static_cast<double>(durations.size())));
+  summary.p90_step_ms = static_cast<double>(durations[std::max<size_t>(rank90, 1) - 1]) / kNsPerMs;
+  const int64_t span = span_end - span_start;
+  summary.span_ms = static_cast<double>(span) / kNsPerMs;
+
+  // GPU busy share: one union over all devices.
+  std::vector<Interval> all_busy;
+  for (const auto& device : analysis.busy) all_busy.insert(all_busy.end(), device.begin(), device.end());
+  detail::merge_intervals(all_busy);
+  if (span > 0) {
+    summary.gpu_busy_pct = 100.0 * static_cast<double>(detail::covered_ns(all_busy, span_start, span_end)) /
+                           static_cast<double>(span);
+  }
+
+  // Breakdown per device, each busy moment counted once: compute, then communication, copies, memsets.
+  enum Category { kCompute, kCommunication, kMemcpy, kMemset, kCategories };
+  const size_t device_count = analysis.devices.size();
+  std::vector<std::vector<std::vector<Interval>>> by_category(device_count,
+                                                              std::vector<std::vector<Interval>>(kCategories));
+  std::vector<uint8_t> communication(timeline.strings.size(), 0);
+  for (StringId id = 0; id < communication.size(); ++id) {
+    communication[id] = (detail::classify_name(timeline.strings.view(id)) & detail::kCommunication) != 0;
+  }
+  std::vector<int64_t> kernel_count(timeline.strings.size(), 0), kernel_total(timeline.strings.size(), 0);
+  std::vector<int64_t> op_count(timeline.strings.size(), 0), op_total(timeline.strings.size(), 0);
+  int64_t kernels = 0, tiny = 0;
+  for (EventIndex i = 0; i < events.size(); ++i) {
+    const EventKind kind = events.kind[i];
+    if (is_gpu_activity(kind)) {
+      const Track& track = timeline.tracks[events.track[i]];
+      auto it = std::lower_bound(analysis.devices.begin(), analysis.devices.end(), track.device);
+      if (it != analysis.devices.end() && *it == track.device) {
+        Category category = kind == EventKind::Memcpy   ? kMemcpy
+                            : kind == EventKind::Memset ? kMemset
+                            : communication[events.name[i]] ? kCommunication
+                                                            : kCompute;
+        by_category[static_cast<size_t>(it - analysis.devices.begin())][category].push_back(
+            {events.ts_ns[i], events.end_ns(i)});
+      }
+    }
+    if (analysis.event_step[i] == kNone) continue;
+    if (kind == EventKind::Kernel) {
+      ++kernels;
+      if (events.dur_ns[i] < kTinyKernelNs) ++tiny;
+      ++kernel_count[events.name[i]];
+      kernel_total[events.name[i]] += events.dur_ns[i];
+    } else if (kind == EventKind::CpuOp && !timeline.name(i).starts_with("ProfilerStep#")) {
+      ++op_count[events.name[i]];
+      op_total[events.name[i]] += events.dur_ns[i];
+    }
+  }
+  int64_t totals[kCategories] = {0, 0, 0, 0};
+  int64_t idle_total = 0;
+  for (size_t d = 0; d < device_count; ++d) {
+    std::vector<Interval> cumulative;
+    int64_t covered_before = 0;
+    for (int c = 0; c < kCategories; ++c) {
+      auto& intervals = by_category[d][static_cast<size_t>(c)];
+      cumulative.insert(cumulative.end(), intervals.begin(), intervals.end());
+      detail::merge_intervals(cumulative);
+      int64_t covered = detail::covered_ns(cumulative, span_start, span_end);
+      totals[c] += covered - covered_before;
+      covered_before = covered;
+    }
+    idle_total += span - covered_before;
+  }
+  summary.compute_ms = static_cast<double>(totals[kCompute]) / kNsPerMs;
+  summary.communication_ms = static_cast<double>(totals[kCommunication]) / kNsPerMs;
+  summary.memcpy_ms = static_cast<double>(totals[kMemcpy]) / kNsPerMs;
+  summary.memset_ms = static_cast<double>(totals[kMemset]) / kNsPerMs;
+  summary.idle_ms = static_cast<double>(idle_total) / kNsPerMs;
+
+  summary.kernel_count = kernels;
+  summary.kernels_per_step = static_cast<double>(kernels) / static_cast<double>(analysis.steps.size());
+  summary.tiny_kernel_pct = kernels > 0 ? 100.0 * static_cast<double>(tiny) / static_cast<double>(kernels) : 0.0;
+  summary.top_kernels = top_by_time(timeline, kernel_count, kernel_total, top_n);
+  summary.top_cpu_ops = top_by_time(timeline, op_count, op_total, top_n);
+
+  for (IdleCause cause : {IdleCause::Sync, IdleCause::DataLoader, IdleCause::LaunchBound, IdleCause::CpuWork,
+                          IdleCause::Untraced}) {
+    int64_t ns = analysis.idle_ns(cause);
+    if (ns > 0) summary.idle_causes.push_back({cause, static_cast<double>(ns) / kNsPerMs});
+  }
+  std::stable_sort(summary.idle_causes.begin(), summary.idle_causes.end(),
+                   [](const IdleShare& a, const IdleShare& b) { return a.ms > b.ms; });
+  return summary;
+}
+
+}  // namespace ptadvise
