@@ -1,0 +1,140 @@
+// The shipped rules on real traces of ../shared/traces, reviewed by hand (docs/CORPUS_REVIEW.md says why each
+// finding is right): the exact set of rule ids per trace, and the sites of the rules this review is about.
+// Skips, with a message, when the corpus is not beside the project.
+#include <doctest/doctest.h>
+
+#include <filesystem>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "test_scenarios_support.h"
+
+namespace ptadvise {
+namespace {
+
+using testing::CheckedTrace;
+using testing::joined;
+
+const std::string kCorpus = std::string(PTADVISE_SHARED_DIR) + "/traces/";
+
+bool corpus_present() {
+  if (std::filesystem::is_directory(kCorpus)) return true;
+  MESSAGE("skipped: the trace corpus " << kCorpus << " is not there");
+  return false;
+}
+
+const Finding* first_of(const CheckedTrace& trace, const std::string& rule) {
+  auto found = trace.of_rule(rule);
+  return found.empty() ? nullptr : found.front();
+}
+
+std::string source_of(const Finding& finding) {
+  if (!finding.site.source) return "";
+  return finding.site.source->file + ":" + std::to_string(finding.site.source->line);
+}
+
+struct Reviewed {
+  const char* file;
+  std::multiset<std::string> rules;
+};
+
+const std::vector<Reviewed>& reviewed_traces() {
+  static const std::vector<Reviewed> reviewed = {
+      // ResNet-50 on a V100-era PyTorch 1.8, DataLoader(num_workers=0) and its num_workers=4 twin (two samples).
+      {"kineto__plugin__samples__resnet50_num_workers_0__worker0.pt.trace.json.gz",
+       {"PTA104", "PTA106", "PTA107", "PTA108", "PTA109", "PTA110"}},
+      {"kineto__plugin__samples__resnet50_num_workers_4__worker0.pt.trace.json.gz",
+       {"PTA104", "PTA107", "PTA108", "PTA109", "PTA110"}},
+      {"kineto__tb_plugin__samples__resnet50_num_workers_0__worker0.pt.trace.json.gz",
+       {"PTA104", "PTA106", "PTA107", "PTA108", "PTA109", "PTA110"}},
+      {"kineto__tb_plugin__samples__resnet50_num_workers_4__worker0.pt.trace.json.gz",
+       {"PTA104", "PTA107", "PTA108", "PTA109", "PTA110"}},
+      // ResNet training in fp32 on a V100 with foreach SGD and set_to_none.
+      {"HTA__tests__data__ns_resolution_trace__rank-0.Apr_03_18_51_38.1102.pt.trace.json.gz", {"PTA105"}},
+      // Hugging Face inference on an H100 (bf16), one profiled step each; the harness synchronises every step.
+      {"TraceLens__tests__traces__h100__Qwen_Qwen1.5-0.5B-Chat__1016005.json.gz",
+       {"PTA102", "PTA102", "PTA111", "PTA111"}},
+      {"TraceLens__tests__traces__h100__facebook_timesformer-base-finetuned-k400__1016002.json.gz",
+       {"PTA102", "PTA102", "PTA108", "PTA117"}},
+      {"TraceLens__tests__traces__h100__gaunernst_bert-small-uncased__1016001.json.gz",
+       {"PTA102", "PTA102", "PTA103", "PTA104", "PTA117"}},
+      {"TraceLens__tests__traces__h100__Falconsai_nsfw_image_detection__1016002.json.gz",
+       {"PTA102", "PTA103", "PTA104", "PTA118"}},
+      // Apex FusedAdam training on an A100: no per-tensor optimizer kernels.
+      {"HTA__tests__data__negative_queue_length_values_check__rank0.json.gz", {"PTA101", "PTA102", "PTA104"}},
+      // Small training loop on a Quadro GP100 with zero_grad() filling gradients.
+      {"HTA__tests__data__with_gpu_user_annotation__step_based_trace_2543932.json.gz",
+       {"PTA101", "PTA101", "PTA103", "PTA104", "PTA109"}},
+      // A CPU-only trace: nothing to report.
+      {"HTA__tests__data__cpu_only__rank-34.Jul_15_10_52_41.1074.pt.trace.json.gz", {}},
+  };
+  return reviewed;
+}
+
+TEST_CASE("corpus: the reviewed traces get exactly the reviewed rules") {
+  if (!corpus_present()) return;
+  for (const auto& [file, rules] : reviewed_traces()) {
+    const std::string name = file;
+    CAPTURE(name);
+    CheckedTrace trace = testing::check_trace(kCorpus + name);
+    CHECK_MESSAGE(trace.rule_ids() == rules, name << ": got " << joined(trace.rule_ids()));
+  }
+}
+
+TEST_CASE("corpus: resnet50 with num_workers=0 stalls in the loader, its num_workers=4 twin does not") {
+  if (!corpus_present()) return;
+  for (const char* sample : {"kineto__plugin__samples__", "kineto__tb_plugin__samples__"}) {
+    CheckedTrace workers0 = testing::check_trace(kCorpus + sample + "resnet50_num_workers_0__worker0.pt.trace.json.gz");
+    CheckedTrace workers4 = testing::check_trace(kCorpus + sample + "resnet50_num_workers_4__worker0.pt.trace.json.gz");
+    const Finding* stall = first_of(workers0, "PTA106");
+    REQUIRE(stall != nullptr);
+    CHECK(stall->site.op == "enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__");
+    CHECK(workers4.of_rule("PTA106").empty());
+  }
+}
+
+TEST_CASE("corpus: resnet50's batch copy, zero_grad and SGD of PyTorch 1.8") {
+  if (!corpus_present()) return;
+  CheckedTrace trace =
+      testing::check_trace(kCorpus + "kineto__plugin__samples__resnet50_num_workers_0__worker0.pt.trace.json.gz");
+  // images (19.3 MB) and targets (256 B) from pageable memory, 2.3 ms of copies per 212 ms step
+  const Finding* pageable = first_of(trace, "PTA107");
+  REQUIRE(pageable != nullptr);
+  CHECK(pageable->site.op == "aten::copy_");
+  CHECK(pageable->count_per_step == doctest::Approx(2.0));
+  CHECK(pageable->time_ms_per_step == doctest::Approx(2.31).epsilon(0.01));
+  // .to(device) without non_blocking: cudaMemcpyAsync then cudaStreamSynchronize, once per step for the images
+  const Finding* blocking = first_of(trace, "PTA108");
+  REQUIRE(blocking != nullptr);
+  CHECK(blocking->count_per_step == doctest::Approx(1.0));
+  // 161 parameter tensors: zeroed in place every step, and updated with 3 kernels each
+  const Finding* zeroing = first_of(trace, "PTA109");
+  REQUIRE(zeroing != nullptr);
+  CHECK(zeroing->count_per_step == doctest::Approx(161.0));
+  const Finding* single_tensor = first_of(trace, "PTA110");
+  REQUIRE(single_tensor != nullptr);
+  CHECK(single_tensor->count_per_step == doctest::Approx(483.0));
+}
+
+TEST_CASE("corpus: sites with Python stacks point at the library lines that cause them") {
+  if (!corpus_present()) return;
+  CheckedTrace qwen = testing::check_trace(kCorpus + "TraceLens__tests__traces__h100__Qwen_Qwen1.5-0.5B-Chat__1016005.json.gz");
+  std::set<std::string> built;
+  for (const Finding* finding : qwen.of_rule("PTA111")) built.insert(source_of(*finding));
+  CHECK(built == std::set<std::string>{"transformers/cache_utils.py:34", "transformers/models/qwen2/modeling_qwen2.py:503"});
+
+  CheckedTrace timesformer = testing::check_trace(
+      kCorpus + "TraceLens__tests__traces__h100__facebook_timesformer-base-finetuned-k400__1016002.json.gz");
+  const Finding* copy = first_of(timesformer, "PTA108");
+  REQUIRE(copy != nullptr);
+  CHECK(source_of(*copy) == "transformers/pipelines/base.py:1173");
+  const Finding* unaligned = first_of(timesformer, "PTA117");
+  REQUIRE(unaligned != nullptr);
+  CHECK(unaligned->site.op == "aten::bmm");  // attention over 3137 tokens: [96, 64, 3137] operands
+  CHECK(unaligned->count_per_step == doctest::Approx(24.0));
+  CHECK(source_of(*unaligned) == "transformers/models/timesformer/modeling_timesformer.py:200");
+}
+
+}  // namespace
+}  // namespace ptadvise

@@ -1,0 +1,268 @@
+// The scenario traces of testdata/scenarios (written by make_scenarios.py, described in its README): every
+// training-loop mistake is flagged by its rule with the expected site, and its fixed twin and the well-tuned
+// loop by nothing at all. The traces are part of the project, so these tests never skip.
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "test_scenarios_support.h"
+
+namespace ptadvise {
+namespace {
+
+using testing::CheckedTrace;
+using testing::joined;
+
+std::string scenario(const std::string& name) {
+  return std::string(PTADVISE_SOURCE_DIR) + "/testdata/scenarios/" + name + ".json.gz";
+}
+
+CheckedTrace check_scenario(const std::string& name) { return testing::check_trace(scenario(name)); }
+
+// The one finding of `rule` on `trace`; fails the test when there is not exactly one.
+const Finding& only(const CheckedTrace& trace, const std::string& rule) {
+  auto found = trace.of_rule(rule);
+  REQUIRE_MESSAGE(found.size() == 1, rule << " reported " << found.size() << " findings");
+  return *found.front();
+}
+
+void check_source(const Finding& finding, const std::string& file, int line) {
+  REQUIRE_MESSAGE(finding.site.source.has_value(), finding.rule_id << " has no source location");
+  CHECK(finding.site.source->file == file);
+  CHECK(finding.site.source->line == line);
+}
+
+struct Expected {
+  const char* trace;
+  std::multiset<std::string> rules;
+};
+
+// Every trace with the exact set of rules that fire on it. Fixed twins and the well-tuned loop: none.
+const std::vector<Expected>& expected_findings() {
+  static const std::vector<Expected> expected = {
+      {"01_loss_weight_every_step", {"PTA101"}},
+      {"02_assert_on_gpu_tensor", {"PTA102"}},
+      {"03_python_list_index", {"PTA101"}},
+      {"04_loss_module_built_in_step", {"PTA101", "PTA111"}},
+      {"05_dataloader_num_workers_0", {"PTA106"}},
+      {"06_pageable_batch_copy", {"PTA107"}},
+      {"07_zero_grad_without_set_to_none", {"PTA109"}},
+      {"08_fp32_on_v100", {"PTA105"}},
+      {"09_blocking_batch_copy", {"PTA108"}},
+      {"10_single_tensor_optimizer", {"PTA110"}},
+      {"11_conv_bias_before_batchnorm", {"PTA113"}},
+      // empty_cache(): the allocator calls and the idle gaps they leave behind that no finding explains.
+      {"12_empty_cache_every_step", {"PTA104", "PTA114"}},
+      {"13_cuda_launch_blocking", {"PTA115"}},
+      {"14_fp32_matmul_without_tf32", {"PTA116"}},
+      // one site in forward (with a Python stack), one in backward (autograd thread, none)
+      {"15_half_dims_not_multiple_of_8", {"PTA117", "PTA117"}},
+      // batch 8: tiny kernels, the idle that is left, and the unused memory that allows a larger batch
+      {"16_small_batch_memory_underused", {"PTA103", "PTA104", "PTA118"}},
+      {"17_gpu_memory_nearly_full", {"PTA119"}},
+      // step 0's lazy module loading leaves launch-bound idle that only the catch-all explains
+      {"18_warmup_in_profiled_window", {"PTA104", "PTA120"}},
+      // the checks' syncs are charged to anomaly mode; gaps outside the checked backward nodes stay unexplained
+      {"19_detect_anomaly", {"PTA104", "PTA112"}},
+      {"well_tuned", {}},
+  };
+  return expected;
+}
+
+TEST_CASE("scenarios: each mistake is flagged by exactly its rules, each fix and the well-tuned loop by none") {
+  for (const auto& [name, rules] : expected_findings()) {
+    const std::string trace = name;
+    CAPTURE(trace);
+    CheckedTrace broken = check_scenario(trace);
+    CHECK_MESSAGE(broken.rule_ids() == rules, trace << ": got " << joined(broken.rule_ids()));
+    if (trace == "well_tuned") continue;
+    CheckedTrace fixed = check_scenario(trace + "_fixed");
+    CHECK_MESSAGE(fixed.findings.empty(), trace << "_fixed: got " << joined(fixed.rule_ids()));
+  }
+}
+
+TEST_CASE("scenario 01: a loss weight made with torch.Tensor(...).cuda() every step is an H2D copy at train.py:18") {
+  CheckedTrace trace = check_scenario("01_loss_weight_every_step");
+  const Finding& copy = only(trace, "PTA101");
+  CHECK(copy.site.op == "aten::copy_");
+  CHECK(copy.site.kernel == "Memcpy HtoD (Pageable -> Device)");
+  CHECK(copy.count_per_step == doctest::Approx(1.0));
+  CHECK(copy.steps_present_pct == doctest::Approx(100.0));
+  check_source(copy, "train.py", 18);
+}
+
+TEST_CASE("scenario 02: assert on a GPU tensor syncs through aten::is_nonzero at train.py:18") {
+  CheckedTrace trace = check_scenario("02_assert_on_gpu_tensor");
+  const Finding& sync = only(trace, "PTA102");
+  CHECK(sync.site.op == "aten::is_nonzero");
+  CHECK(sync.count_per_step == doctest::Approx(1.0));
+  check_source(sync, "train.py", 18);
+}
+
+TEST_CASE("scenario 03: indexing with range(n) copies the index to the GPU every step") {
+  CheckedTrace trace = check_scenario("03_python_list_index");
+  const Finding& copy = only(trace, "PTA101");
+  CHECK(copy.site.op == "aten::copy_");
+  CHECK(copy.count_per_step == doctest::Approx(1.0));
+  check_source(copy, "train.py", 18);
+}
+
+TEST_CASE("scenario 04: nn.NLLLoss built in forward: the constructor and its weight copy, both at train.py:18") {
+  CheckedTrace trace = check_scenario("04_loss_module_built_in_step");
+  const Finding& built = only(trace, "PTA111");
+  CHECK(built.site.op == "torch/nn/modules/module.py(474): __init__");
+  CHECK(built.count_per_step == doctest::Approx(1.0));
+  CHECK(built.steps_present_pct == doctest::Approx(100.0));
+  check_source(built, "train.py", 18);
+  check_source(only(trace, "PTA101"), "train.py", 18);
+}
+
+TEST_CASE("scenario 05: num_workers=0 stalls the GPU in the data loader") {
+  CheckedTrace trace = check_scenario("05_dataloader_num_workers_0");
+  const Finding& stall = only(trace, "PTA106");
+  CHECK(stall.site.op == "enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__");
+  CHECK(stall.count_per_step == doctest::Approx(1.0));
+  // The generator's loader takes ≈ 7.8 ms of the step; the GPU idles for ≈ 5.5 ms of it.
+  CHECK(stall.time_ms_per_step == doctest::Approx(7.77).epsilon(0.01));
+  CHECK(stall.saving_ms_per_step == doctest::Approx(5.49).epsilon(0.01));
+}
+
+TEST_CASE("scenario 06: the batch copied from pageable memory, 2.23 ms of copies per step") {
+  CheckedTrace trace = check_scenario("06_pageable_batch_copy");
+  const Finding& pageable = only(trace, "PTA107");
+  CHECK(pageable.site.op == "aten::copy_");
+  CHECK(pageable.site.kernel == "Memcpy HtoD (Pageable -> Device)");
+  CHECK(pageable.count_per_step == doctest::Approx(2.0));  // images and targets
+  CHECK(pageable.time_ms_per_step == doctest::Approx(2.2304).epsilon(0.001));
+  CHECK(pageable.saving_ms_per_step == doctest::Approx(0.7 * 2.2304).epsilon(0.001));
+  check_source(pageable, "train.py", 60);
+}
+
+TEST_CASE("scenario 07: zero_grad(set_to_none=False) zeroes the 14 gradients every step") {
+  CheckedTrace trace = check_scenario("07_zero_grad_without_set_to_none");
+  const Finding& zeroing = only(trace, "PTA109");
+  CHECK(zeroing.site.op == "aten::zero_");
+  CHECK(zeroing.count_per_step == doctest::Approx(14.0));
+  CHECK(zeroing.saving_ms_per_step > 0.0);
+}
+
+TEST_CASE("scenario 08: fp32 convolutions and matmuls on a V100 leave the Tensor Cores idle") {
+  CheckedTrace trace = check_scenario("08_fp32_on_v100");
+  const Finding& precision = only(trace, "PTA105");
+  CHECK(precision.saving_ms_per_step > 0.0);
+  CHECK(check_scenario("08_fp32_on_v100_fixed").of_rule("PTA105").empty());
+}
+
+TEST_CASE("scenario 09: the batch copied without non_blocking waits for the stream") {
+  CheckedTrace trace = check_scenario("09_blocking_batch_copy");
+  const Finding& blocking = only(trace, "PTA108");
+  CHECK(blocking.site.op == "aten::copy_");
+  CHECK(blocking.count_per_step == doctest::Approx(1.0));  // the 12.6 MB images; the 512 B targets are not a batch
+  check_source(blocking, "train.py", 60);
+}
+
+TEST_CASE("scenario 10: SGD(foreach=False) runs 3 elementwise ops for each of the 14 parameter tensors") {
+  CheckedTrace trace = check_scenario("10_single_tensor_optimizer");
+  const Finding& optimizer = only(trace, "PTA110");
+  CHECK(optimizer.count_per_step == doctest::Approx(42.0));
+}
+
+TEST_CASE("scenario 11: four biased convolutions feed batch norms in Net.forward (train.py:41)") {
+  CheckedTrace trace = check_scenario("11_conv_bias_before_batchnorm");
+  const Finding& bias = only(trace, "PTA113");
+  CHECK(bias.site.op == "aten::convolution");
+  CHECK(bias.count_per_step == doctest::Approx(4.0));
+  check_source(bias, "train.py", 41);
+}
+
+TEST_CASE("scenario 12: empty_cache() makes the allocator call the driver 13 times per steady-state step") {
+  CheckedTrace trace = check_scenario("12_empty_cache_every_step");
+  const Finding& churn = only(trace, "PTA114");
+  // 6 cudaFree + 7 cudaMalloc in each of the 7 steps after the first, averaged over the 8 recorded steps.
+  CHECK(churn.count_per_step == doctest::Approx(13.0 * 7 / 8));
+  CHECK(churn.steps_present_pct == doctest::Approx(87.5));
+}
+
+TEST_CASE("scenario 13: with CUDA_LAUNCH_BLOCKING every one of the 59 launches per step waits for its kernel") {
+  CheckedTrace trace = check_scenario("13_cuda_launch_blocking");
+  const Finding& blocking = only(trace, "PTA115");
+  CHECK(blocking.count_per_step == doctest::Approx(59.0));
+  // The fixed twin runs the same loop in 4.08 ms instead of 6.20 ms per step.
+  CHECK(blocking.saving_ms_per_step == doctest::Approx(2.07).epsilon(0.02));
+}
+
+TEST_CASE("scenario 14: fp32 matmuls on an A100 run on sgemm kernels, not TF32") {
+  CheckedTrace trace = check_scenario("14_fp32_matmul_without_tf32");
+  const Finding& fp32 = only(trace, "PTA116");
+  CHECK(fp32.count_per_step == doctest::Approx(6.0));  // 2 linears × (forward + 2 backward GEMMs)
+  CHECK(fp32.time_ms_per_step == doctest::Approx(1.30).epsilon(0.01));
+  CHECK(fp32.saving_ms_per_step == doctest::Approx(0.6 * fp32.time_ms_per_step));
+}
+
+TEST_CASE("scenario 15: a 1001-class bf16 head: the forward addmm at train.py:41 and a backward mm") {
+  CheckedTrace trace = check_scenario("15_half_dims_not_multiple_of_8");
+  auto unaligned = trace.of_rule("PTA117");
+  REQUIRE(unaligned.size() == 2);
+  std::set<std::string> ops;
+  for (const Finding* finding : unaligned) {
+    ops.insert(finding->site.op);
+    if (finding->site.op == "aten::addmm") {
+      CHECK(finding->count_per_step == doctest::Approx(1.0));
+      check_source(*finding, "train.py", 41);
+    } else {
+      CHECK(finding->count_per_step == doctest::Approx(1.0));  // grad_input = grad @ W: K = 1001
+      CHECK_FALSE(finding->site.source.has_value());  // backward runs on the autograd thread, no Python stack
+    }
+  }
+  CHECK(ops == std::set<std::string>{"aten::addmm", "aten::mm"});
+}
+
+TEST_CASE("scenario 16: batch 8 leaves the GPU idle 60% of the step with 93% of its memory free") {
+  CheckedTrace trace = check_scenario("16_small_batch_memory_underused");
+  const Finding& underused = only(trace, "PTA118");
+  CHECK(underused.message.find("busy 39.4% of the step") != std::string::npos);
+  CHECK(underused.message.find("2.77 GiB") != std::string::npos);
+  CHECK(only(trace, "PTA103").saving_ms_per_step > 0.5);
+}
+
+TEST_CASE("scenario 17: 39.2 GB of a 42.3 GB A100 allocated at the peak") {
+  CheckedTrace trace = check_scenario("17_gpu_memory_nearly_full");
+  const Finding& full = only(trace, "PTA119");
+  CHECK(full.message.find("36.5 GiB (0.93 of the GPU's 39.4 GiB)") != std::string::npos);
+  CHECK(full.saving_ms_per_step == 0.0);
+}
+
+TEST_CASE("scenario 18: the first recorded step is the warm-up step") {
+  CheckedTrace trace = check_scenario("18_warmup_in_profiled_window");
+  const Finding& warmup = only(trace, "PTA120");
+  CHECK(warmup.message.find("first profiled step takes 12.6 ms") != std::string::npos);
+  CHECK(warmup.saving_ms_per_step == 0.0);
+}
+
+TEST_CASE("scenario 19: anomaly detection checks 24 gradients per step and explains the GPU's idle time") {
+  CheckedTrace trace = check_scenario("19_detect_anomaly");
+  const Finding& anomaly = only(trace, "PTA112");
+  CHECK(anomaly.count_per_step == doctest::Approx(24.0));
+  CHECK(anomaly.steps_present_pct == doctest::Approx(100.0));
+  CHECK(anomaly.saving_ms_per_step > 1.0);
+}
+
+TEST_CASE("CPU-only recordings (PyTorch 1.13, legacy format): loader stall and anomaly mode are found") {
+  CheckedTrace workers0 = check_scenario("cpu_only_num_workers_0");
+  CHECK_MESSAGE(workers0.rule_ids() == std::multiset<std::string>{"PTA106"}, joined(workers0.rule_ids()));
+  CheckedTrace anomaly = check_scenario("cpu_only_detect_anomaly");
+  CHECK_MESSAGE(anomaly.rule_ids() == (std::multiset<std::string>{"PTA106", "PTA112"}), joined(anomaly.rule_ids()));
+  if (anomaly.of_rule("PTA112").size() == 1) {
+    const Finding& checks = only(anomaly, "PTA112");
+    CHECK(checks.count_per_step == doctest::Approx(16.0));  // 16 gradients checked per backward
+    CHECK(checks.saving_ms_per_step > 0.0);                 // host time: there is no GPU to be idle
+  }
+  CheckedTrace preloaded = check_scenario("cpu_only_preloaded");
+  CHECK_MESSAGE(preloaded.findings.empty(), joined(preloaded.rule_ids()));
+}
+
+}  // namespace
+}  // namespace ptadvise

@@ -1,0 +1,63 @@
+// Shared by the scenario and corpus rule tests: load a trace, analyse it and run the shipped rules.
+#pragma once
+
+#include <doctest/doctest.h>
+
+#include <memory>
+#include <set>
+#include <string>
+#include <string_view>
+#include <variant>
+#include <vector>
+
+#include "ptadvise/analysis.h"
+#include "ptadvise/loader.h"
+#include "ptadvise/rules.h"
+
+namespace ptadvise::testing {
+
+// The rules of the source tree's rules.d, loaded once.
+inline const RuleSet& shipped_rules() {
+  static const std::variant<RuleSet, RuleError> loaded = load_rules({std::string(PTADVISE_SOURCE_DIR) + "/rules.d"});
+  if (const auto* error = std::get_if<RuleError>(&loaded)) FAIL("rules.d does not load: " << error->message);
+  return std::get<RuleSet>(loaded);
+}
+
+// One checked trace. The timeline lives on the heap because the analysis points at it.
+struct CheckedTrace {
+  std::unique_ptr<Timeline> timeline;
+  Analysis analysis;
+  std::vector<Finding> findings;
+
+  std::multiset<std::string> rule_ids() const {
+    std::multiset<std::string> ids;
+    for (const auto& finding : findings) ids.insert(finding.rule_id);
+    return ids;
+  }
+  std::vector<const Finding*> of_rule(std::string_view id) const {
+    std::vector<const Finding*> out;
+    for (const auto& finding : findings) {
+      if (finding.rule_id == id) out.push_back(&finding);
+    }
+    return out;
+  }
+};
+
+inline CheckedTrace check_trace(const std::string& path) {
+  CheckedTrace checked;
+  auto loaded = load_trace_file(path);
+  if (const auto* error = std::get_if<LoadError>(&loaded)) FAIL(path << " does not load: " << error->message);
+  checked.timeline = std::make_unique<Timeline>(std::move(std::get<Timeline>(loaded)));
+  checked.analysis = analyze(*checked.timeline);
+  checked.findings = evaluate(shipped_rules(), checked.analysis);
+  return checked;
+}
+
+// "PTA101 PTA102" style, for readable failure messages.
+inline std::string joined(const std::multiset<std::string>& ids) {
+  std::string text;
+  for (const auto& id : ids) text += (text.empty() ? "" : " ") + id;
+  return text.empty() ? "(none)" : text;
+}
+
+}  // namespace ptadvise::testing
