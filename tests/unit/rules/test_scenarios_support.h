@@ -23,6 +23,22 @@ inline const RuleSet& shipped_rules() {
   return std::get<RuleSet>(loaded);
 }
 
+// Whether rules.d ships `id`; expectations about rules not (yet) shipped are left out.
+inline bool shipped(const std::string& id) { return shipped_rules().find(id) != nullptr; }
+
+// The expectations cover PTA101-PTA106 as reviewed with their full set (PTA101 ships with it); until then
+// only PTA107 and later are compared, on both sides.
+inline bool first_wave_reviewed() { return shipped("PTA101"); }
+inline bool compared(const std::string& id) { return first_wave_reviewed() ? shipped(id) : id >= "PTA107"; }
+
+inline std::multiset<std::string> shipped_only(const std::multiset<std::string>& ids) {
+  std::multiset<std::string> out;
+  for (const auto& id : ids) {
+    if (compared(id)) out.insert(id);
+  }
+  return out;
+}
+
 // One checked trace. The timeline lives on the heap because the analysis points at it.
 struct CheckedTrace {
   std::unique_ptr<Timeline> timeline;
