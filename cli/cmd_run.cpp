@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "commands.h"
+#include "ptadvise/advisor.h"
 #include "ptadvise/capture.h"
 
 namespace ptadvise::cli {
@@ -26,6 +27,7 @@ struct RunOptions {
   std::string backend = "cupti";
   int skip_steps = 2;
   int steps = 5;
+  CheckOptions check;  // how the recorded traces are checked, as `ptadvise check` takes them
 };
 
 std::string self_executable() {
@@ -47,20 +49,6 @@ std::string describe_outcome(const ChildOutcome& outcome) {
            "; exit code " + std::to_string(outcome.exit_code);
   }
   return "exited with code " + std::to_string(outcome.exit_code);
-}
-
-// Checks the recorded traces with `ptadvise check` (the same binary), which owns the check pipeline,
-// its options and its exit codes.
-int check_traces(const std::vector<std::string>& traces) {
-  LaunchPlan plan;
-  plan.argv = {self_executable(), "check"};
-  plan.argv.insert(plan.argv.end(), traces.begin(), traces.end());
-  ChildOutcome outcome = run_child(plan);
-  if (!outcome.start_error.empty()) {
-    print_error(outcome.start_error);
-    return kExitInputError;
-  }
-  return outcome.exit_code;
 }
 
 int run(const RunOptions& options, const std::vector<std::string>& command) {
@@ -128,7 +116,10 @@ int run(const RunOptions& options, const std::vector<std::string>& command) {
   std::cerr << "ptadvise: " << outputs.traces.size() << " trace" << (outputs.traces.size() == 1 ? "" : "s")
             << " written" << std::endl;
   for (const std::string& trace : outputs.traces) std::cerr << "  " << trace << '\n';
-  int check_code = check_traces(outputs.traces);
+  CheckOptions check = options.check;
+  check.traces = outputs.traces;
+  std::cout.flush();
+  int check_code = run_check(check, std::cout, std::cerr);
   // The program's own failure wins over findings: CI must see it.
   return failed ? outcome.exit_code : check_code;
 }
@@ -152,6 +143,14 @@ void add_run_command(CLI::App& app) {
   cmd->add_option("--steps", options->steps,
                   "optimizer steps to record, 0 = all until exit; Python programs only")
       ->capture_default_str();
+  // The check of the recorded traces takes the common options of `ptadvise check`.
+  cmd->add_option("--format", options->check.format, "output format of the check (text, json, sarif, github, "
+                                                     "junit, markdown)")
+      ->capture_default_str();
+  cmd->add_option("--fail-on", options->check.fail_on, "lowest severity that fails the check (info, warning, error)");
+  cmd->add_flag("--exit-zero", options->check.exit_zero, "report findings without failing");
+  cmd->add_option("--config", options->check.config_path, "configuration file (default: .ptadvise.yaml upward)");
+  cmd->add_option("--baseline", options->check.baseline_path, "only findings not in this baseline fail");
   cmd->footer(
       "Example: ptadvise run --capture torch -- python3 train.py --epochs 1\n"
       "The command's own failure is reported and its exit code returned (128+N when killed by signal N);\n"
