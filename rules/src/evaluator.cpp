@@ -302,8 +302,10 @@ class Evaluator {
         const auto& spans = found->second;
         auto it = std::lower_bound(spans.begin(), spans.end(), end - kNestingToleranceNs,
                                    [](const TrackIndex::Span& s, int64_t t) { return s.start < t; });
-        for (; it != spans.end() && it->start - end <= sequence.within_ns; ++it) {
-          if (it->event != i && it->start >= start) return true;
+        for (; it != spans.end() && (sequence.within_step || it->start - end <= sequence.within_ns); ++it) {
+          if (it->event == i || it->start < start) continue;
+          if (!sequence.within_step) return true;
+          return step(it->event) == step(i) && step(i) != kNone;  // the next one decides
         }
         return false;
       }
@@ -315,8 +317,10 @@ class Evaluator {
                                    [](int64_t t, const TrackIndex::Span& s) { return t < s.end; });
         while (it != spans.begin()) {
           --it;
-          if (start - it->end > sequence.within_ns) return false;
-          if (it->event != i && it->start <= start) return true;
+          if (!sequence.within_step && start - it->end > sequence.within_ns) return false;
+          if (it->event == i || it->start > start) continue;
+          if (!sequence.within_step) return true;
+          return step(it->event) == step(i) && step(i) != kNone;  // the previous one decides
         }
         return false;
       }
@@ -404,7 +408,9 @@ class Evaluator {
       }
       case SiteKey::OpChain: {
         std::string chain;
-        for (EventIndex e : a_.op_chain(i)) chain += std::string(tl_.name(e)) + " > ";
+        for (EventIndex e : a_.op_chain(i)) {
+          if (ev_.kind[e] == EventKind::CpuOp) chain += std::string(tl_.name(e)) + " > ";
+        }
         return chain;
       }
       case SiteKey::Kernel: return is_gpu_side(ev_.kind[i]) ? std::string(tl_.name(i)) : std::string();
@@ -759,13 +765,21 @@ class Evaluator {
     finding.trace_path = tl_.path;
     finding.trace_rank = tl_.rank;
 
+    // Grouped rules describe the site of their events; whole-trace rules have no single site.
     const EventIndex representative = group.events.front();
-    EventIndex op = op_of(representative);
-    if (op != kNone) finding.site.op = std::string(tl_.name(op));
-    if (is_gpu_side(ev_.kind[representative])) finding.site.kernel = std::string(tl_.name(representative));
-    for (EventIndex e : a_.op_chain(representative)) finding.site.op_chain.emplace_back(tl_.name(e));
-    finding.site.source = a_.user_source(representative);
-    finding.site.detail = std::string(tl_.name(representative));
+    if (!rule.group_by.empty()) {
+      EventIndex op = op_of(representative);
+      if (op != kNone) finding.site.op = std::string(tl_.name(op));
+      if (is_gpu_side(ev_.kind[representative])) finding.site.kernel = std::string(tl_.name(representative));
+      // CPU ops only: annotations such as ProfilerStep#N change from step to step and recording to recording.
+      for (EventIndex e : a_.op_chain(representative)) {
+        if (ev_.kind[e] == EventKind::CpuOp) finding.site.op_chain.emplace_back(tl_.name(e));
+      }
+      finding.site.source = a_.user_source(representative);
+      finding.site.detail = std::string(tl_.name(representative));
+    } else {
+      finding.site.detail = "whole trace";
+    }
     if (std::find(rule.group_by.begin(), rule.group_by.end(), SiteKey::Bytes) != rule.group_by.end()) {
       if (auto bytes = tl_.arg_double(representative, "bytes")) finding.site.detail += ", " + format_bytes(*bytes);
     }

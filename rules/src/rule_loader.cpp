@@ -385,11 +385,15 @@ class RuleCompiler {
         target.reset(n["select"]);  // reset, not operator=: that would overwrite n itself
         if (auto within = n["within"]) {
           if (sequence.kind == SequenceKind::Contains) r_.fail(within, field_key + ".within", "not used by contains");
-          sequence.within_ns = r_.duration_ns(within, field_key + ".within");
+          if (within.IsScalar() && within.Scalar() == "step") {
+            sequence.within_step = true;
+          } else {
+            sequence.within_ns = r_.duration_ns(within, field_key + ".within");
+          }
         }
       }
       if (sequence.kind != SequenceKind::Contains && !(n.IsMap() && n["within"])) {
-        r_.fail(n, field_key, "expected {select: NAME, within: DURATION}");
+        r_.fail(n, field_key, "expected {select: NAME, within: DURATION or step}");
       }
       std::string target_name = r_.scalar(target, field_key + ".select");
       auto found = selection_index_.find(target_name);
@@ -1016,7 +1020,16 @@ std::variant<RuleSet, RuleError> load_rules(const std::vector<std::string>& dire
       }
     }
   }
-  return set;
+  // Rules run (and claim idle time) in id order, whatever the directory layout.
+  std::vector<size_t> order(set.infos_.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(), [&](size_t x, size_t y) { return set.infos_[x].id < set.infos_[y].id; });
+  RuleSet sorted;
+  for (size_t i : order) {
+    sorted.infos_.push_back(std::move(set.infos_[i]));
+    sorted.compiled_.push_back(std::move(set.compiled_[i]));
+  }
+  return sorted;
 }
 
 }  // namespace ptadvise

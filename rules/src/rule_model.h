@@ -31,6 +31,7 @@ struct SequencePredicate {
   SequenceKind kind = SequenceKind::FollowedBy;
   size_t selection = 0;   // index of the other selection (evaluated first)
   int64_t within_ns = 0;  // FollowedBy/PrecededBy: largest gap
+  bool within_step = false;  // `within: step`: the other event only has to be in the same step
   bool negate = false;    // `not_followed_by`, ...
 };
 
