@@ -542,8 +542,37 @@ class Evaluator {
         current = parent(current);
       }
     }
+    if (metric.refill) extend_to_refill(metric, out);
     idle_ready_[metric_index] = true;
     return out;
+  }
+
+  // After a blocking call returns, the GPU stays idle until the host has queued new work; the ledger charges
+  // that refill time to whatever the host does meanwhile (cpu-work, untraced, launch-bound). It is the
+  // blocking call's cost too, so a matched gap takes the rest of its idle stretch, up to the next gap with a
+  // culprit of its own (sync, data-loader) or the end of the stretch.
+  void extend_to_refill(const Metric& metric, std::vector<std::vector<uint32_t>>& out) const {
+    std::vector<uint32_t> owner(a_.idle.size(), kNone);
+    for (uint32_t g = 0; g < out.size(); ++g) {
+      for (uint32_t k : out[g]) owner[k] = g;
+    }
+    const uint32_t refill_causes = (1u << static_cast<unsigned>(IdleCause::CpuWork)) |
+                                   (1u << static_cast<unsigned>(IdleCause::Untraced)) |
+                                   (1u << static_cast<unsigned>(IdleCause::LaunchBound));
+    for (uint32_t k = 0; k + 1 < a_.idle.size(); ++k) {
+      if (owner[k] == kNone) continue;
+      uint32_t next = k + 1;
+      const IdleGap& current = a_.idle[k];
+      const IdleGap& following = a_.idle[next];
+      bool contiguous = following.device == current.device && following.step == current.step &&
+                        following.start_ns <= current.end_ns + kNestingToleranceNs;
+      if (!contiguous || owner[next] != kNone) continue;
+      if (((refill_causes >> static_cast<unsigned>(following.cause)) & 1u) == 0) continue;
+      if (!metric.include_claimed && claimed_[next]) continue;
+      owner[next] = owner[k];  // the loop reaches `next` and may extend further
+      out[owner[k]].push_back(next);
+    }
+    for (auto& gaps : out) std::sort(gaps.begin(), gaps.end());
   }
 
   const std::vector<uint32_t>& gaps_for(size_t metric_index) {

@@ -651,7 +651,7 @@ class RuleCompiler {
   }
 
   void compile_idle(CompiledRule& rule, Metric& metric, const YAML::Node& value, const std::string& key) {
-    r_.expect_map(value, key, {"causes", "culprits", "include_claimed", "stat"});
+    r_.expect_map(value, key, {"causes", "culprits", "include_claimed", "refill", "stat"});
     metric.kind = MetricKind::Idle;
     metric.unit = MetricUnit::Ms;
     metric.idle_causes = 0;
@@ -684,6 +684,12 @@ class RuleCompiler {
       }
     }
     if (auto include = value["include_claimed"]) metric.include_claimed = r_.boolean(include, key + ".include_claimed");
+    if (auto refill = value["refill"]) {
+      metric.refill = r_.boolean(refill, key + ".refill");
+      if (metric.refill && metric.culprits == Metric::Culprits::Any) {
+        r_.fail(refill, key + ".refill", "needs culprits (site or a selection) to know whose stretch to extend");
+      }
+    }
     if (auto stat = value["stat"]) {
       std::string name = r_.scalar(stat, key + ".stat");
       if (name == "per_step") {

@@ -89,6 +89,7 @@ struct Metric {
   enum class Culprits { Any, Site, Selection } culprits = Culprits::Any;
   size_t culprit_selection = 0;
   bool include_claimed = false;
+  bool refill = false;  // also the rest of each matched idle stretch (cpu-work/untraced/launch-bound pieces)
   IdleStat idle_stat = IdleStat::PerStep;
   // Ratio, Sum, Percent: indices into CompiledRule::metrics
   std::vector<size_t> operands;
