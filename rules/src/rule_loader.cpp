@@ -39,7 +39,14 @@ class Reader {
     out << file_;
     if (!mark.is_null()) out << ':' << mark.line + 1 << ':' << mark.column + 1;
     out << ": " << key << ": " << what;
-    throw Failure{out.str()};
+    // One line, whatever the rule file contained: quoted values may hold newlines or control characters.
+    std::string message;
+    for (char c : out.str()) {
+      if (c == '\n') message += "\\n";
+      else if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) message += '?';
+      else message += c;
+    }
+    throw Failure{message};
   }
 
   // Checks a map's keys against the allowed ones; returns the map.

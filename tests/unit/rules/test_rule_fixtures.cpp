@@ -90,7 +90,8 @@ TEST_CASE("every rule reports exactly the findings its fixtures declare") {
       std::string messages;
       for (const auto& finding : findings) messages += "\n  " + finding.message;
       INFO("findings:" << messages);
-      REQUIRE(findings.size() == test.findings);
+      CHECK(findings.size() == test.findings);
+      if (findings.size() != test.findings) continue;
       for (size_t k = 0; k < test.expect.size(); ++k) {
         const auto& expected = test.expect[k];
         const auto& finding = findings[k];

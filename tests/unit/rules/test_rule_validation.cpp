@@ -87,6 +87,8 @@ TEST_CASE("missing required keys and docs sections are errors") {
 TEST_CASE("wrong types and values are errors") {
   CHECK(error_of(replace_line(kValid, 3, "severity: fatal")) ==
         "r.yaml:3:11: severity: expected info, warning or error, got 'fatal'");
+  CHECK(error_of(replace_line(kValid, 3, "severity: \"bad\\nvalue\"")) ==
+        "r.yaml:3:11: severity: expected info, warning or error, got 'bad\\nvalue'");
   CHECK(error_of(replace_line(kValid, 4, "tags: sync")) == "r.yaml:4:7: tags: expected a non-empty list of tags");
   CHECK(error_of(replace_line(kValid, 1, "id: [PTA1]")) == "r.yaml:1:5: id: expected a string");
   CHECK(error_of(replace_line(kValid, 1, "id: pta1")) == "r.yaml:1:5: id: expected upper-case letters then digits, like PTA101");
