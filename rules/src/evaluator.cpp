@@ -112,6 +112,21 @@ class Evaluator {
       : a_(analysis), tl_(*analysis.timeline), ev_(analysis.timeline->events), claimed_(claimed) {
     steps_ = std::max<size_t>(1, a_.steps.size());
     median_step_ms_ = a_.steps.empty() ? 0.0 : a_.median_step_ns() / 1e6;
+    // Ledger entries are pieces of longer idle stretches (split where the host's activity changes); the
+    // length of the whole stretch tells a launch gap of a few µs from a stall.
+    stretch_ns_.assign(a_.idle.size(), 0);
+    for (size_t first = 0; first < a_.idle.size();) {
+      size_t last = first;
+      while (last + 1 < a_.idle.size() && contiguous(a_.idle[last], a_.idle[last + 1])) ++last;
+      int64_t length = a_.idle[last].end_ns - a_.idle[first].start_ns;
+      for (size_t k = first; k <= last; ++k) stretch_ns_[k] = length;
+      first = last + 1;
+    }
+  }
+
+  static bool contiguous(const IdleGap& current, const IdleGap& following) {
+    return following.device == current.device && following.step == current.step &&
+           following.start_ns <= current.end_ns + kNestingToleranceNs;
   }
 
   std::vector<Finding> run(const RuleInfo& info, const CompiledRule& rule, const EvaluateOptions& options) {
@@ -528,6 +543,8 @@ class Evaluator {
       const IdleGap& gap = a_.idle[k];
       if (((metric.idle_causes >> static_cast<unsigned>(gap.cause)) & 1u) == 0) continue;
       if (!metric.include_claimed && claimed_[k]) continue;
+      if (metric.max_stretch_ns >= 0 && stretch_ns_[k] >= metric.max_stretch_ns) continue;
+      if (metric.min_stretch_ns >= 0 && stretch_ns_[k] < metric.min_stretch_ns) continue;
       if (metric.culprits == Metric::Culprits::Any) {
         out[0].push_back(k);
         continue;
@@ -564,9 +581,7 @@ class Evaluator {
       uint32_t next = k + 1;
       const IdleGap& current = a_.idle[k];
       const IdleGap& following = a_.idle[next];
-      bool contiguous = following.device == current.device && following.step == current.step &&
-                        following.start_ns <= current.end_ns + kNestingToleranceNs;
-      if (!contiguous || owner[next] != kNone) continue;
+      if (!contiguous(current, following) || owner[next] != kNone) continue;
       if (((refill_causes >> static_cast<unsigned>(following.cause)) & 1u) == 0) continue;
       if (!metric.include_claimed && claimed_[next]) continue;
       owner[next] = owner[k];  // the loop reaches `next` and may extend further
@@ -874,6 +889,7 @@ class Evaluator {
   const Timeline& tl_;
   const Events& ev_;
   std::vector<uint8_t>& claimed_;
+  std::vector<int64_t> stretch_ns_;  // per ledger entry: length of the idle stretch it belongs to
   size_t steps_ = 1;
   double median_step_ms_ = 0;
 

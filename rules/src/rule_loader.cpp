@@ -658,7 +658,9 @@ class RuleCompiler {
   }
 
   void compile_idle(CompiledRule& rule, Metric& metric, const YAML::Node& value, const std::string& key) {
-    r_.expect_map(value, key, {"causes", "culprits", "include_claimed", "refill", "stat"});
+    r_.expect_map(value, key, {"causes", "culprits", "include_claimed", "refill", "max_stretch", "min_stretch", "stat"});
+    if (auto bound = value["max_stretch"]) metric.max_stretch_ns = r_.duration_ns(bound, key + ".max_stretch");
+    if (auto bound = value["min_stretch"]) metric.min_stretch_ns = r_.duration_ns(bound, key + ".min_stretch");
     metric.kind = MetricKind::Idle;
     metric.unit = MetricUnit::Ms;
     metric.idle_causes = 0;

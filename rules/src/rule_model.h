@@ -89,7 +89,9 @@ struct Metric {
   enum class Culprits { Any, Site, Selection } culprits = Culprits::Any;
   size_t culprit_selection = 0;
   bool include_claimed = false;
-  bool refill = false;  // also the rest of each matched idle stretch (cpu-work/untraced/launch-bound pieces)
+  bool refill = false;
+  int64_t max_stretch_ns = -1;  // only gaps in idle stretches shorter than this (-1: any)
+  int64_t min_stretch_ns = -1;  // only gaps in idle stretches at least this long  // also the rest of each matched idle stretch (cpu-work/untraced/launch-bound pieces)
   IdleStat idle_stat = IdleStat::PerStep;
   // Ratio, Sum, Percent: indices into CompiledRule::metrics
   std::vector<size_t> operands;
