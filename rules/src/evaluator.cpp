@@ -405,7 +405,12 @@ class Evaluator {
 
   EventIndex op_of(EventIndex i) const {
     EventKind kind = ev_.kind[i];
-    if (is_gpu_side(kind) || kind == EventKind::Runtime || kind == EventKind::Driver) return a_.cpu_op_of(i);
+    if (is_gpu_side(kind)) return a_.cpu_op_of(i);
+    if (kind == EventKind::Runtime || kind == EventKind::Driver) {
+      // A call made straight from Python (torch.cuda.synchronize()) has no CPU op: it is its own site.
+      EventIndex op = a_.cpu_op_of(i);
+      return op != kNone ? op : i;
+    }
     return i;
   }
 
