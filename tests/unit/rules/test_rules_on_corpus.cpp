@@ -1,0 +1,76 @@
+// The shipped rules on real traces of ../shared/traces: findings where the recording has the mistake,
+// none on its fixed twin.
+#include <doctest/doctest.h>
+
+#include <filesystem>
+#include <string>
+
+#include "ptadvise/analysis.h"
+#include "ptadvise/loader.h"
+#include "ptadvise/rules.h"
+
+namespace {
+
+const std::string kTraces = PTADVISE_SHARED_DIR "/traces/";
+
+// Findings of `rule` on a shared trace; nullopt (with a message) when the shared traces are absent.
+std::optional<std::vector<ptadvise::Finding>> findings_on(const std::string& file, const std::string& rule) {
+  if (!std::filesystem::exists(kTraces + file)) {
+    MESSAGE("skipped: " << kTraces << file << " is absent (the shared traces live beside the project)");
+    return std::nullopt;
+  }
+  auto rules = ptadvise::load_rules({PTADVISE_SOURCE_DIR "/rules.d"});
+  if (auto* error = std::get_if<ptadvise::RuleError>(&rules)) FAIL(error->message);
+  auto loaded = ptadvise::load_trace_file(kTraces + file);
+  if (auto* error = std::get_if<ptadvise::LoadError>(&loaded)) FAIL(error->message);
+  const auto& timeline = std::get<ptadvise::Timeline>(loaded);
+  ptadvise::Analysis analysis = ptadvise::analyze(timeline);
+  ptadvise::EvaluateOptions options;
+  options.only = {rule};
+  return ptadvise::evaluate(std::get<ptadvise::RuleSet>(rules), analysis, options);
+}
+
+}  // namespace
+
+TEST_CASE("data-loader-stall on the TensorBoard plugin's ResNet-50 samples: num_workers=0 versus 4") {
+  auto stalled = findings_on("kineto__tb_plugin__samples__resnet50_num_workers_0__worker0.pt.trace.json.gz",
+                             "data-loader-stall");
+  if (!stalled) return;
+  REQUIRE(stalled->size() == 1);
+  const auto& finding = stalled->front();
+  CHECK(finding.site.op == "enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__");
+  CHECK(finding.count_per_step == 1);
+  CHECK(finding.steps_present_pct == 100);
+  // mean of the six __next__ calls: (45652 + 43830 + 42919 + 62863 + 40366 + 44108) / 6 µs
+  CHECK(finding.time_ms_per_step == doctest::Approx(46.623).epsilon(0.001));
+  CHECK(finding.saving_ms_per_step > 5);
+  CHECK(finding.saving_ms_per_step < finding.time_ms_per_step);
+
+  auto workers = findings_on("kineto__tb_plugin__samples__resnet50_num_workers_4__worker0.pt.trace.json.gz",
+                             "data-loader-stall");
+  REQUIRE(workers);
+  CHECK(workers->empty());
+}
+
+TEST_CASE("data-loader-stall on the older plugin samples: num_workers=0 versus 4") {
+  auto stalled = findings_on("kineto__plugin__samples__resnet50_num_workers_0__worker0.pt.trace.json.gz",
+                             "data-loader-stall");
+  if (!stalled) return;
+  REQUIRE(stalled->size() == 1);
+  CHECK(stalled->front().site.op == "enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__");
+  auto workers = findings_on("kineto__plugin__samples__resnet50_num_workers_4__worker0.pt.trace.json.gz",
+                             "data-loader-stall");
+  REQUIRE(workers);
+  CHECK(workers->empty());
+}
+
+TEST_CASE("an explicit synchronize called from Python is its own sync site") {
+  auto findings = findings_on("TraceLens__tests__traces__h100__gaunernst_bert-small-uncased__1016001.json.gz",
+                              "sync-in-step");
+  if (!findings) return;
+  REQUIRE(findings->size() == 2);
+  CHECK(findings->at(0).site.op == "cudaDeviceSynchronize");
+  CHECK(findings->at(1).site.op == "aten::is_nonzero");
+  REQUIRE(findings->at(1).site.source);
+  CHECK(findings->at(1).site.source->file.find("modeling_attn_mask_utils.py") != std::string::npos);
+}
