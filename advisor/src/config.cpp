@@ -191,7 +191,9 @@ std::variant<EvaluateOptions, ConfigError> resolve_selection(const Config& confi
       bool known = std::any_of(infos.begin(), infos.end(), [&](const RuleInfo& r) { return selector_matches(r, selector); });
       if (!known) {
         std::string origin = config.path.empty() ? std::string("command line") : config.path;
-        return ConfigError{origin + ": " + key + ": '" + selector + "' is not a rule id, name or tag"};
+        std::string hint = rules.closest(selector);
+        return ConfigError{origin + ": " + key + ": '" + selector + "' is not a rule id, name or tag" +
+                           (hint.empty() ? "" : " (did you mean " + hint + "?)")};
       }
     }
     return std::nullopt;
@@ -219,7 +221,18 @@ std::variant<EvaluateOptions, ConfigError> resolve_selection(const Config& confi
                          ": rules: '" + entry.rule + "' is not a rule id or name"};
     }
     if (entry.severity) options.severities[rule->id] = *entry.severity;
-    for (const auto& [name, value] : entry.thresholds) options.thresholds[rule->id][name] = value;
+    for (const auto& [name, value] : entry.thresholds) {
+      bool known = std::any_of(rule->thresholds.begin(), rule->thresholds.end(),
+                               [&](const ThresholdInfo& t) { return t.name == name; });
+      if (!known) {
+        std::string names;
+        for (const auto& t : rule->thresholds) names += (names.empty() ? "" : ", ") + t.name;
+        return ConfigError{config.path + ":" + std::to_string(entry.line) + ":" + std::to_string(entry.column) +
+                           ": rules." + entry.rule + ".thresholds: '" + name + "' is not a threshold of " + rule->id +
+                           (names.empty() ? std::string(" (it has none)") : " (it has " + names + ")")};
+      }
+      options.thresholds[rule->id][name] = value;
+    }
   }
   return options;
 }
