@@ -73,6 +73,8 @@ Config effective_config(const CheckOptions& options) {
   }
   if (!options.select.empty()) config.select = options.select;
   config.ignore.insert(config.ignore.end(), options.ignore.begin(), options.ignore.end());
+  for (const auto& selector : options.select) config.positions["select\x1f" + selector] = "command line";
+  for (const auto& selector : options.ignore) config.positions["ignore\x1f" + selector] = "command line";
   if (options.fail_on) {
     auto severity = parse_severity(*options.fail_on);
     if (!severity) throw Failure{"--fail-on: expected info, warning or error, got '" + *options.fail_on + "'"};

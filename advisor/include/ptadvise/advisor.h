@@ -70,6 +70,8 @@ struct Config {
   std::optional<Severity> fail_on;
   std::optional<std::string> source_root;  // resolved against the file's folder
   std::optional<std::string> baseline;     // resolved against the file's folder
+  // "file:line:column" of each selector as written ("select\x1fPTA101" -> "cfg.yaml:2:10"), for messages.
+  std::map<std::string, std::string> positions;
 };
 
 // Parses a configuration file; unknown keys and wrong types are errors naming line and column.

@@ -66,9 +66,9 @@ TEST_CASE("per-rule overrides resolve names to ids and check threshold names") {
   CHECK(options.thresholds.at("PTX002").at("min_count") == 3);
 
   CHECK(resolve_error(rules, "select: [PTX009]\n") ==
-        "cfg.yaml: select: 'PTX009' is not a rule id, name or tag (did you mean PTX001?)");
-  CHECK(resolve_error(rules, "ignore: [no-such-thing-at-all]\n").rfind(
-            "cfg.yaml: ignore: 'no-such-thing-at-all' is not a rule id, name or tag", 0) == 0);
+        "cfg.yaml:1:10: select: 'PTX009' is not a rule id, name or tag (did you mean PTX001?)");
+  CHECK(resolve_error(rules, "fail-on: info\nignore:\n  - sync\n  - no-such-thing-at-all\n").rfind(
+            "cfg.yaml:4:5: ignore: 'no-such-thing-at-all' is not a rule id, name or tag", 0) == 0);
   CHECK(resolve_error(rules, "fail-on: info\nrules:\n  delta: {severity: error}\n") ==
         "cfg.yaml:3:3: rules: 'delta' is not a rule id or name");
   CHECK(resolve_error(rules, "rules:\n  alpha:\n    thresholds: {min_cnt: 2}\n") ==
