@@ -1,16 +1,61 @@
 #include <CLI/CLI.hpp>
 
+#include <iostream>
+#include <memory>
+
 #include "commands.h"
+#include "ptadvise/advisor.h"
 
 namespace ptadvise::cli {
 
-// Placeholder until this command is implemented: it refuses to run rather than pretend.
+// Parses `check` arguments into CheckOptions; the pipeline itself is ptadvise::run_check (advisor.h),
+// shared with `run`.
 void add_check_command(CLI::App& app) {
-  auto* cmd = app.add_subcommand("check", "(not available yet)");
-  cmd->allow_extras();
-  cmd->callback([] {
-    print_error("'check' is not available in this build yet");
-    exit_code() = kExitInputError;
+  auto options = std::make_shared<CheckOptions>();
+  auto outputs = std::make_shared<std::vector<std::string>>();
+  auto fail_on = std::make_shared<std::string>();
+  auto source_root = std::make_shared<std::string>();
+  auto* cmd = app.add_subcommand("check", "Lint traces and report ranked findings with their estimated saving");
+  cmd->add_option("traces", options->traces, "Trace files (.json, .json.gz) or directories of per-rank traces");
+  cmd->add_option("--rules", options->rule_directories, "Extra rule directory (repeatable), added to the shipped rules")
+      ->allow_extra_args(false);
+  cmd->add_option("--config", options->config_path,
+                  "Configuration file (default: .ptadvise.yaml in the working directory or a parent)");
+  cmd->add_option("--format", options->format, "Output on stdout: text, json, sarif, github, junit, markdown")
+      ->capture_default_str();
+  cmd->add_option("--output", *outputs, "Also write FORMAT=FILE (repeatable), e.g. --output sarif=ptadvise.sarif")
+      ->allow_extra_args(false);
+  cmd->add_option("--fail-on", *fail_on, "Lowest severity that fails the run: info, warning (default), error");
+  cmd->add_flag("--exit-zero", options->exit_zero, "Exit 0 even when findings fail (input errors still exit 2)");
+  cmd->add_option("--baseline", options->baseline_path, "Accepted findings: only findings not in FILE fail");
+  cmd->add_option("--write-baseline", options->write_baseline_path, "Write the current findings to FILE as a baseline");
+  cmd->add_flag("--prune-baseline", options->prune_baseline, "Rewrite --baseline FILE without its stale entries");
+  cmd->add_option("--annotate", options->annotate_path,
+                  "Write a copy of the trace with the findings on their own track (OUT.json or OUT.json.gz)");
+  cmd->add_option("--select", options->select, "Only these rules (ids, names or tags; repeatable)")
+      ->allow_extra_args(false)
+      ->delimiter(',');
+  cmd->add_option("--ignore", options->ignore, "Skip these rules (ids, names or tags; repeatable)")
+      ->allow_extra_args(false)
+      ->delimiter(',');
+  cmd->add_flag("--show-config", options->show_config, "Print the effective configuration and exit");
+  cmd->add_option("--color", options->color, "Colour text output: auto, always, never")->capture_default_str();
+  cmd->add_option("--source-root", *source_root,
+                  "Where the traced program's sources are, for suppression comments and repo-relative paths "
+                  "(default: the working directory)");
+  cmd->callback([options, outputs, fail_on, source_root] {
+    for (const auto& output : *outputs) {
+      auto equals = output.find('=');
+      if (equals == std::string::npos) {
+        print_error("--output: expected FORMAT=FILE, got '" + output + "'");
+        exit_code() = kExitInputError;
+        return;
+      }
+      options->outputs.emplace_back(output.substr(0, equals), output.substr(equals + 1));
+    }
+    if (!fail_on->empty()) options->fail_on = *fail_on;
+    if (!source_root->empty()) options->source_root = *source_root;
+    exit_code() = run_check(*options, std::cout, std::cerr);
   });
 }
 

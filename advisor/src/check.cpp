@@ -73,6 +73,8 @@ Config effective_config(const CheckOptions& options) {
   }
   if (!options.select.empty()) config.select = options.select;
   config.ignore.insert(config.ignore.end(), options.ignore.begin(), options.ignore.end());
+  for (const auto& selector : options.select) config.positions["select\x1f" + selector] = "command line";
+  for (const auto& selector : options.ignore) config.positions["ignore\x1f" + selector] = "command line";
   if (options.fail_on) {
     auto severity = parse_severity(*options.fail_on);
     if (!severity) throw Failure{"--fail-on: expected info, warning or error, got '" + *options.fail_on + "'"};
@@ -253,7 +255,63 @@ int run(const CheckOptions& options, std::ostream& out, std::ostream& err) {
   return report.failing_count() > 0 ? kFailing : kClean;
 }
 
+Timeline load_one(const std::string& path, std::ostream& err) {
+  auto loaded = load_traces({path});
+  if (auto* error = std::get_if<LoadError>(&loaded)) throw Failure{error->message};
+  auto& timelines = std::get<std::vector<Timeline>>(loaded);
+  if (timelines.empty()) throw Failure{path + ": no trace found"};
+  for (const auto& warning : timelines.front().stats.warnings) err << "ptadvise: warning: " << warning << "\n";
+  if (timelines.size() > 1) {
+    err << "ptadvise: warning: " << path << ": " << timelines.size() << " traces; comparing the first ("
+        << timelines.front().path << ")\n";
+  }
+  return std::move(timelines.front());
+}
+
+int diff(const DiffOptions& options, std::ostream& out, std::ostream& err) {
+  if (options.format != "text" && options.format != "json") {
+    throw Failure{"--format: expected text or json, got '" + options.format + "'"};
+  }
+  if (!(options.max_regression_pct >= 0)) throw Failure{"--max-regression: expected a percentage >= 0"};
+  CheckOptions check;
+  check.config_path = options.config_path;
+  check.rule_directories = options.rule_directories;
+  Config config = effective_config(check);
+  std::vector<std::string> directories{default_rules_directory()};
+  directories.insert(directories.end(), config.rule_directories.begin(), config.rule_directories.end());
+  auto loaded_rules = load_rules(directories);
+  if (auto* error = std::get_if<RuleError>(&loaded_rules)) throw Failure{error->message};
+  const RuleSet& rules = std::get<RuleSet>(loaded_rules);
+  auto selection = resolve_selection(config, rules);
+  if (auto* error = std::get_if<ConfigError>(&selection)) throw Failure{error->message};
+
+  Timeline base = load_one(options.base_trace, err);
+  Timeline next = load_one(options.new_trace, err);
+  Analysis base_analysis = analyze(base);
+  Analysis next_analysis = analyze(next);
+  const auto& evaluate_options = std::get<EvaluateOptions>(selection);
+  DiffReport report = diff_analyses(base_analysis, evaluate(rules, base_analysis, evaluate_options), next_analysis,
+                                    evaluate(rules, next_analysis, evaluate_options), options.top);
+  report.max_regression_pct = options.max_regression_pct;
+  if (options.format == "json") {
+    print_diff_json(report, out);
+  } else {
+    print_diff_text(report, out);
+  }
+  out.flush();
+  return report.regressed() ? kFailing : kClean;
+}
+
 }  // namespace
+
+int run_diff(const DiffOptions& options, std::ostream& out, std::ostream& err) {
+  try {
+    return diff(options, out, err);
+  } catch (const Failure& failure) {
+    err << "ptadvise: error: " << failure.message << "\n";
+    return kInputError;
+  }
+}
 
 int run_check(const CheckOptions& options, std::ostream& out, std::ostream& err) {
   try {

@@ -38,17 +38,22 @@ std::string scalar(const std::string& label, const YAML::Node& node, const std::
   return node.Scalar();
 }
 
-std::vector<std::string> string_list(const std::string& label, const YAML::Node& node, const std::string& key) {
+std::vector<std::string> string_list(const std::string& label, const YAML::Node& node, const std::string& key,
+                                     std::map<std::string, std::string>* positions = nullptr) {
   std::vector<std::string> items;
   if (node.IsNull()) return items;
+  auto add = [&](const YAML::Node& item) {
+    items.push_back(item.Scalar());
+    if (positions) (*positions)[key + "\x1f" + item.Scalar()] = where(label, item.Mark());
+  };
   if (node.IsScalar()) {
-    items.push_back(node.Scalar());
+    add(node);
     return items;
   }
   if (!node.IsSequence()) fail(label, node, key + ": expected a rule id, name or tag, or a list of them");
   for (const auto& item : node) {
     if (!item.IsScalar()) fail(label, item, key + ": expected a rule id, name or tag");
-    items.push_back(item.Scalar());
+    add(item);
   }
   return items;
 }
@@ -105,11 +110,11 @@ Config parse_document(const YAML::Node& root, const std::string& label, const st
     std::string key = scalar(label, field.first, "key");
     const YAML::Node& value = field.second;
     if (key == "select") {
-      config.select = string_list(label, value, key);
+      config.select = string_list(label, value, key, &config.positions);
     } else if (key == "extend-select") {
-      config.extend_select = string_list(label, value, key);
+      config.extend_select = string_list(label, value, key, &config.positions);
     } else if (key == "ignore") {
-      config.ignore = string_list(label, value, key);
+      config.ignore = string_list(label, value, key, &config.positions);
     } else if (key == "fail-on") {
       config.fail_on = severity_of(label, value, key);
     } else if (key == "rule-directories") {
@@ -190,8 +195,13 @@ std::variant<EvaluateOptions, ConfigError> resolve_selection(const Config& confi
     for (const auto& selector : selectors) {
       bool known = std::any_of(infos.begin(), infos.end(), [&](const RuleInfo& r) { return selector_matches(r, selector); });
       if (!known) {
-        std::string origin = config.path.empty() ? std::string("command line") : config.path;
-        return ConfigError{origin + ": " + key + ": '" + selector + "' is not a rule id, name or tag"};
+        auto position = config.positions.find(std::string(key) + "\x1f" + selector);
+        std::string origin = position != config.positions.end() ? position->second
+                             : config.path.empty()              ? std::string("command line")
+                                                                : config.path;
+        std::string hint = rules.closest(selector);
+        return ConfigError{origin + ": " + key + ": '" + selector + "' is not a rule id, name or tag" +
+                           (hint.empty() ? "" : " (did you mean " + hint + "?)")};
       }
     }
     return std::nullopt;
@@ -219,7 +229,18 @@ std::variant<EvaluateOptions, ConfigError> resolve_selection(const Config& confi
                          ": rules: '" + entry.rule + "' is not a rule id or name"};
     }
     if (entry.severity) options.severities[rule->id] = *entry.severity;
-    for (const auto& [name, value] : entry.thresholds) options.thresholds[rule->id][name] = value;
+    for (const auto& [name, value] : entry.thresholds) {
+      bool known = std::any_of(rule->thresholds.begin(), rule->thresholds.end(),
+                               [&](const ThresholdInfo& t) { return t.name == name; });
+      if (!known) {
+        std::string names;
+        for (const auto& t : rule->thresholds) names += (names.empty() ? "" : ", ") + t.name;
+        return ConfigError{config.path + ":" + std::to_string(entry.line) + ":" + std::to_string(entry.column) +
+                           ": rules." + entry.rule + ".thresholds: '" + name + "' is not a threshold of " + rule->id +
+                           (names.empty() ? std::string(" (it has none)") : " (it has " + names + ")")};
+      }
+      options.thresholds[rule->id][name] = value;
+    }
   }
   return options;
 }

@@ -40,7 +40,7 @@ void print_trace_header(const TraceReport& trace, std::ostream& out, const Palet
   out << "  recoverable: ~" << fixed(trace.recoverable_ms, 3) << " ms per step ("
       << pct_of_step(trace.recoverable_ms, trace.step_ms) << " of step time) from " << trace.findings.size()
       << (trace.findings.size() == 1 ? " finding" : " findings") << ", each site counted once\n";
-  for (const auto& warning : trace.warnings) out << "  " << p.paint("warning", "1;33") << ": " << warning << "\n";
+  // Load warnings go to stderr as they happen (run_check); repeating them here would print them twice.
   out << "\n";
 }
 
@@ -56,7 +56,7 @@ void print_finding(const Report& report, const TraceReport& trace, size_t index,
   const std::string bar = "   " + p.blue("=") + " ";
   std::string site = describe_site(Site{f.site.op, f.site.kernel, f.site.op_chain, std::nullopt, f.site.detail});
   out << bar << "site: " << site << "\n";
-  if (!f.site.detail.empty() && site != f.site.detail) out << bar << "detail: " << f.site.detail << "\n";
+  if (!f.site.detail.empty() && site != f.site.detail && f.site.detail != f.site.op && f.site.detail != f.site.kernel) out << bar << "detail: " << f.site.detail << "\n";
   out << bar << "cost: " << fixed(f.time_ms_per_step, 3) << " ms per step (" << fixed(f.count_per_step, 1)
       << " occurrences per step, in " << fixed(f.steps_present_pct, 0) << "% of steps)\n";
   for (const auto& evidence : f.evidence) out << bar << "evidence: " << format::evidence_text(evidence) << "\n";

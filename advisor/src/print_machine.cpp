@@ -6,6 +6,7 @@
 
 #include "format.h"
 #include "ptadvise/advisor.h"
+#include "ptadvise/summary_printer.h"
 
 namespace ptadvise {
 
@@ -306,6 +307,7 @@ void print_json(const Report& report, std::ostream& out) {
     out << "      \"warnings\": ";
     write_string_array(out, trace.warnings);
     out << ",\n";
+    if (trace.summary) out << "      \"summary\": " << summary_json(*trace.summary, 0) << ",\n";
     out << "      \"findings\": [";
     for (size_t i = 0; i < trace.findings.size(); ++i) {
       out << (i ? ",\n" : "\n");

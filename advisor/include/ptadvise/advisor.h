@@ -70,6 +70,8 @@ struct Config {
   std::optional<Severity> fail_on;
   std::optional<std::string> source_root;  // resolved against the file's folder
   std::optional<std::string> baseline;     // resolved against the file's folder
+  // "file:line:column" of each selector as written ("select\x1fPTA101" -> "cfg.yaml:2:10"), for messages.
+  std::map<std::string, std::string> positions;
 };
 
 // Parses a configuration file; unknown keys and wrong types are errors naming line and column.
@@ -264,5 +266,19 @@ DiffReport diff_analyses(const Analysis& base, std::vector<Finding> base_finding
                          std::vector<Finding> next_findings, size_t top_n = 10);
 void print_diff_text(const DiffReport& diff, std::ostream& out);
 void print_diff_json(const DiffReport& diff, std::ostream& out);
+
+struct DiffOptions {
+  std::string base_trace;  // a file, or a directory (its first rank is compared)
+  std::string new_trace;
+  std::vector<std::string> rule_directories;  // added to the shipped rules
+  std::string config_path;                    // empty = discover .ptadvise.yaml upward from the cwd
+  double max_regression_pct = 5;
+  std::string format = "text";  // text | json
+  size_t top = 10;
+};
+
+// Loads, analyses and checks both traces and prints the comparison. Returns 0, 1 when the step time
+// regressed by more than max_regression_pct, 2 on usage or input errors.
+int run_diff(const DiffOptions& options, std::ostream& out, std::ostream& err);
 
 }  // namespace ptadvise

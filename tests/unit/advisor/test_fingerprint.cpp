@@ -62,3 +62,17 @@ TEST_CASE("describe_site prefers the source line and shows the innermost ops") {
   detail_only.detail = "GPU 0";
   CHECK(describe_site(detail_only) == "GPU 0");
 }
+
+TEST_CASE("a copied or moved string pool keeps valid views (Timelines are copied and moved in vectors)") {
+  StringPool pool;
+  StringId id = pool.intern("aten::_local_scalar_dense, longer than the small-string buffer");
+  std::vector<StringPool> pools;
+  for (int i = 0; i < 9; ++i) pools.push_back(pool);  // reallocations move the earlier copies
+  StringPool copy;
+  copy = pools.front();
+  for (const auto& p : pools) CHECK(p.view(id) == "aten::_local_scalar_dense, longer than the small-string buffer");
+  CHECK(copy.view(id) == pool.view(id));
+  CHECK(copy.find("aten::_local_scalar_dense, longer than the small-string buffer") == id);
+  CHECK(copy.view(id).data() != pool.view(id).data());
+  static_assert(std::is_nothrow_move_constructible_v<Timeline>);
+}

@@ -21,6 +21,12 @@ inline constexpr uint32_t kNone = 0xFFFFFFFFu;
 class StringPool {
  public:
   StringPool();
+  // The views point into `storage_`: a copy rebuilds them for its own storage, and moves keep the
+  // strings in place (noexcept, so std::vector<Timeline> moves rather than copies when it grows).
+  StringPool(const StringPool& other);
+  StringPool& operator=(const StringPool& other);
+  StringPool(StringPool&&) noexcept = default;
+  StringPool& operator=(StringPool&&) noexcept = default;
   StringId intern(std::string_view text);
   StringId find(std::string_view text) const;  // kNone when absent; never inserts
   std::string_view view(StringId id) const { return views_[id]; }

@@ -1,0 +1,283 @@
+// `ptadvise check` and `ptadvise diff` end to end, through the built binary, on the scenario traces.
+#include <doctest/doctest.h>
+
+#include <sys/wait.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <string>
+
+#include "../advisor/python_check.h"
+#include "../advisor/temp_dir.h"
+#include "trace_builder.h"
+
+namespace {
+
+using ptadvise::testing::read_file;
+using ptadvise::testing::TempDir;
+
+struct Run {
+  int exit_code = -1;
+  std::string out;
+  std::string err;
+};
+
+// Runs the CLI in `cwd` with NO_COLOR unset so colour decisions come from the flags alone.
+Run ptadvise_cli(const std::string& args, const std::string& cwd, const std::string& env = "") {
+  TempDir capture;
+  std::string command = "cd '" + cwd + "' && env -u NO_COLOR -u GITHUB_STEP_SUMMARY " + env + " '" PTADVISE_BINARY "' " +
+                        args + " >'" + capture.file("out") + "' 2>'" + capture.file("err") + "'";
+  int status = std::system(command.c_str());
+  Run run;
+  run.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  run.out = read_file(capture.file("out"));
+  run.err = read_file(capture.file("err"));
+  return run;
+}
+
+std::string scenario(const std::string& name) {
+  return PTADVISE_SOURCE_DIR "/testdata/scenarios/" + name + ".json.gz";
+}
+
+size_t count(const std::string& text, const std::string& what) {
+  size_t n = 0;
+  for (size_t p = text.find(what); p != std::string::npos; p = text.find(what, p + 1)) ++n;
+  return n;
+}
+
+// A rule of our own, so these tests follow the advisor and not the tuning of the shipped rules.
+const char* kTestRule = R"(id: PTX901
+name: scalar-read-in-step
+severity: warning
+tags: [test-sync]
+summary: Reads a GPU scalar on the host inside the step.
+fix: Keep the value on the device.
+docs:
+  what: Finds aten::_local_scalar_dense inside steps.
+  why: The host waits for the GPU.
+  example: x.item()
+  fix: x.detach()
+select:
+  scalar_reads:
+    kind: cpu_op
+    name: "aten::_local_scalar_dense"
+    in_step: true
+group: {select: scalar_reads, by: [op, source]}
+message: "{site.op} reads a GPU value {count} times per step at {site.source}"
+saving:
+  ms_per_step: time_ms
+  method: the op's host time per step
+  confidence: low
+)";
+
+// `check` with the test rule only; the rule directory lives in `dir`.
+std::string check(const TempDir& dir) {
+  dir.write("test-rules/scalar-read-in-step.yaml", kTestRule);
+  return "check --rules '" + dir.file("test-rules") + "' --select PTX901 ";
+}
+
+const std::string kSync = scenario("02_assert_on_gpu_tensor");
+const std::string kSyncFixed = scenario("02_assert_on_gpu_tensor_fixed");
+
+}  // namespace
+
+TEST_CASE("check: exit codes for findings, --exit-zero, --fail-on and clean traces") {
+  TempDir dir;
+  Run found = ptadvise_cli(check(dir) + "'" + kSync + "'", dir.path());
+  CHECK(found.exit_code == 1);
+  CHECK(found.out.find("warning[PTX901] scalar-read-in-step") != std::string::npos);
+  CHECK(found.out.find("  --> train.py:18 in forward\n") != std::string::npos);
+  CHECK(found.out.find("   = help: ") != std::string::npos);
+  CHECK(found.out.find("   = note: saves ~") != std::string::npos);
+  CHECK(found.out.find('\x1b') == std::string::npos);  // not a terminal: no colour
+
+  CHECK(ptadvise_cli(check(dir) + "--exit-zero '" + kSync + "'", dir.path()).exit_code == 0);
+  CHECK(ptadvise_cli(check(dir) + "--fail-on error '" + kSync + "'", dir.path()).exit_code == 0);
+  Run fixed = ptadvise_cli(check(dir) + "'" + kSyncFixed + "'", dir.path());
+  CHECK(fixed.exit_code == 0);
+  CHECK(fixed.out.find("No findings.") != std::string::npos);
+  Run colour = ptadvise_cli(check(dir) + "--color always '" + kSync + "'", dir.path());
+  CHECK(colour.out.find("\x1b[1;33mwarning\x1b[0m") != std::string::npos);
+}
+
+TEST_CASE("check: input and usage errors exit 2 with one line") {
+  TempDir dir;
+  Run missing = ptadvise_cli("check '" + dir.file("nope.json") + "'", dir.path());
+  CHECK(missing.exit_code == 2);
+  CHECK(missing.err.rfind("ptadvise: error: ", 0) == 0);
+  CHECK(count(missing.err, "\n") == 1);
+
+  Run format = ptadvise_cli("check --format xml '" + kSync + "'", dir.path());
+  CHECK(format.exit_code == 2);
+  CHECK(format.err ==
+        "ptadvise: error: --format: unknown format 'xml' (expected text, json, sarif, github, junit or markdown)\n");
+  CHECK(ptadvise_cli("check --output sarif '" + kSync + "'", dir.path()).exit_code == 2);
+  Run fail_on = ptadvise_cli("check --fail-on loud '" + kSync + "'", dir.path());
+  CHECK(fail_on.exit_code == 2);
+  CHECK(fail_on.err == "ptadvise: error: --fail-on: expected info, warning or error, got 'loud'\n");
+  Run select = ptadvise_cli("check --select PTA999 '" + kSync + "'", dir.path());
+  CHECK(select.exit_code == 2);
+  CHECK(select.err.rfind("ptadvise: error: command line: select: 'PTA999' is not a rule id, name or tag", 0) == 0);
+  CHECK(count(select.err, "\n") == 1);
+  CHECK(ptadvise_cli("check --no-such-flag '" + kSync + "'", dir.path()).exit_code == 2);
+
+  dir.write("bad.yaml", "select: [PTX901]\nfail-on: sometimes\n");
+  Run config = ptadvise_cli("check --config bad.yaml '" + kSync + "'", dir.path());
+  CHECK(config.exit_code == 2);
+  CHECK(config.err == "ptadvise: error: bad.yaml:2:10: fail-on: expected info, warning or error, got 'sometimes'\n");
+}
+
+TEST_CASE("check: .ptadvise.yaml is found upward and --show-config prints it") {
+  TempDir dir;
+  check(dir);  // writes the test rule
+  dir.write(".ptadvise.yaml", "select: [PTX901]\nfail-on: error\nrule-directories: [test-rules]\n");
+  std::filesystem::create_directories(dir.file("sub/dir"));
+  Run run = ptadvise_cli("check '" + kSync + "'", dir.file("sub/dir"));
+  CHECK(run.exit_code == 0);  // the finding is a warning, the configuration fails only on errors
+  CHECK(run.out.find("[PTX901]") != std::string::npos);
+
+  Run show = ptadvise_cli("check --show-config --ignore tiny-kernel-storm", dir.file("sub/dir"));
+  CHECK(show.exit_code == 0);
+  CHECK(show.out.find("select:\n  - PTX901\n") != std::string::npos);
+  CHECK(show.out.find("ignore:\n  - tiny-kernel-storm\n") != std::string::npos);
+  CHECK(show.out.find("fail-on: error\n") != std::string::npos);
+
+  dir.write("sub/.ptadvise.yaml", "ignore: [scalar-read-in-step]\nrule-directories: [../test-rules]\n");
+  Run nearer = ptadvise_cli("check '" + kSync + "'", dir.file("sub/dir"));
+  CHECK(nearer.err.find("error") == std::string::npos);
+  CHECK(nearer.out.find("[PTX901]") == std::string::npos);
+}
+
+TEST_CASE("check: inline suppression on the source line the finding points to") {
+  TempDir dir;
+  std::string source;
+  for (int line = 1; line <= 30; ++line) {
+    source += line == 18 ? "    def forward(self, logits, target):  # ptadvise: ignore[scalar-read-in-step]\n" : "\n";
+  }
+  dir.write("train.py", source);
+  Run run = ptadvise_cli(check(dir) + "'" + kSync + "'", dir.path());
+  CHECK(run.exit_code == 0);
+  CHECK(run.out.find("1 suppressed by `# ptadvise: ignore` comments") != std::string::npos);
+  TempDir elsewhere;
+  Run other_root = ptadvise_cli(check(dir) + "--source-root '" + elsewhere.path() + "' '" + kSync + "'", dir.path());
+  CHECK(other_root.exit_code == 1);
+}
+
+TEST_CASE("check: baseline write, use, stale entries and prune") {
+  TempDir dir;
+  Run write = ptadvise_cli(check(dir) + "--write-baseline base.yaml '" + kSync + "'", dir.path());
+  CHECK(write.exit_code == 0);
+  std::string baseline = read_file(dir.file("base.yaml"));
+  CHECK(baseline.find("    rule: \"PTX901\"\n") != std::string::npos);
+
+  Run with = ptadvise_cli(check(dir) + "--baseline base.yaml '" + kSync + "'", dir.path());
+  CHECK(with.exit_code == 0);
+  CHECK(with.out.find("(in baseline)") != std::string::npos);
+
+  // The fixed program: the accepted finding is gone, so its entry is stale.
+  Run stale = ptadvise_cli(check(dir) + "--baseline base.yaml '" + kSyncFixed + "'", dir.path());
+  CHECK(stale.exit_code == 0);
+  CHECK(stale.out.find("no longer occur") != std::string::npos);
+  Run prune = ptadvise_cli(check(dir) + "--baseline base.yaml --prune-baseline '" + kSyncFixed + "'", dir.path());
+  CHECK(prune.exit_code == 0);
+  CHECK(read_file(dir.file("base.yaml")).find("findings: []\n") != std::string::npos);
+
+  // A new finding fails against the (now empty) baseline.
+  CHECK(ptadvise_cli(check(dir) + "--baseline base.yaml '" + kSync + "'", dir.path()).exit_code == 1);
+  dir.write("broken.yaml", "version: 1\nfindings:\n  - rule: PTA102\n");
+  Run broken = ptadvise_cli("check --baseline broken.yaml '" + kSync + "'", dir.path());
+  CHECK(broken.exit_code == 2);
+  CHECK(broken.err == "ptadvise: error: broken.yaml:3:5: entry without 'fingerprint'\n");
+}
+
+TEST_CASE("check: several outputs in one run; SARIF validates; github summary") {
+  TempDir dir;
+  Run run = ptadvise_cli(check(dir) + "--format json --output sarif=out.sarif --output junit=out.xml "
+                         "--output github=gh.txt --output markdown=out.md '" + kSync + "'",
+                         dir.path(), "GITHUB_STEP_SUMMARY=" + dir.file("summary.md"));
+  CHECK(run.exit_code == 1);
+  CHECK(run.out.find("\"rule_id\": \"PTX901\"") != std::string::npos);
+  CHECK(run.out.find("\"source\": {\"file\": \"train.py\", \"line\": 18, \"function\": \"forward\"}") !=
+        std::string::npos);
+  CHECK(read_file(dir.file("out.xml")).find("<testcase classname=\"ptadvise.PTX901\"") != std::string::npos);
+  CHECK(read_file(dir.file("gh.txt")).rfind("::warning file=train.py,line=18,title=PTX901 scalar-read-in-step", 0) == 0);
+  CHECK(read_file(dir.file("out.md")).find("# ptadvise report") == 0);
+  CHECK(read_file(dir.file("summary.md")) == read_file(dir.file("out.md")));
+
+  const std::string schema = PTADVISE_SHARED_DIR "/schemas/sarif-schema-2.1.0.json";
+  if (!std::filesystem::exists(schema) || !ptadvise::testing::python_has("jsonschema")) {
+    MESSAGE("skipping SARIF schema validation: schema or Debian's python3-jsonschema missing");
+    return;
+  }
+  CHECK(ptadvise::testing::run_python("import json,jsonschema,sys; d=json.load(open(sys.argv[1])); "
+                                      "jsonschema.validate(d, json.load(open(sys.argv[2]))); "
+                                      "assert d[\"runs\"][0][\"results\"][0][\"ruleId\"]==\"PTX901\"",
+                                      dir.file("out.sarif") + " " + schema) == 0);
+}
+
+TEST_CASE("check: --annotate writes the trace with a findings track") {
+  TempDir dir;
+  Run run = ptadvise_cli(check(dir) + "--exit-zero --annotate annotated.json '" + kSync + "'", dir.path());
+  CHECK(run.exit_code == 0);
+  std::string annotated = read_file(dir.file("annotated.json"));
+  CHECK(annotated.find("\"name\": \"ptadvise findings\"") != std::string::npos);
+  CHECK(annotated.find("\"cat\": \"ptadvise\", \"name\": \"PTX901 scalar-read-in-step\"") != std::string::npos);
+  if (ptadvise::testing::python_has("json")) {
+    CHECK(ptadvise::testing::run_python(
+              "import json,sys,gzip; a=json.load(open(sys.argv[1])); o=json.load(gzip.open(sys.argv[2])); "
+              "e=a[\"traceEvents\"]; k=[x for x in e if x.get(\"pid\")!=1000000000]; assert k==o[\"traceEvents\"]",
+              dir.file("annotated.json") + " '" + kSync + "'") == 0);
+  }
+}
+
+TEST_CASE("diff: findings that disappeared, step time change and the regression gate") {
+  TempDir dir;
+  CHECK(ptadvise_cli("diff --no-such-flag a b", dir.path()).exit_code == 2);
+  CHECK(ptadvise_cli("diff '" + dir.file("missing.json") + "' '" + kSync + "'", dir.path()).exit_code == 2);
+  check(dir);
+  const std::string rules = "--rules '" + dir.file("test-rules") + "' ";
+  Run text = ptadvise_cli("diff --max-regression 1000 " + rules + "'" + kSync + "' '" + kSyncFixed + "'", dir.path());
+  CHECK(text.exit_code == 0);
+  CHECK(text.err == "");
+  CHECK(text.out.find("findings that appeared (0)\n") != std::string::npos);
+  CHECK(text.out.find("findings that disappeared (1):\n  - PTX901 scalar-read-in-step: train.py:18 in forward") !=
+        std::string::npos);
+  CHECK(text.out.find("  -2.358 ms  aten::_local_scalar_dense  (2.358 -> 0.000 ms)\n") != std::string::npos);
+
+  // num_workers=0 against its fix: 11.85 ms against 7.60 ms per step.
+  const std::string slow = scenario("05_dataloader_num_workers_0");
+  const std::string fast = scenario("05_dataloader_num_workers_0_fixed");
+  Run regressed = ptadvise_cli("diff --format json '" + fast + "' '" + slow + "'", dir.path());
+  CHECK(regressed.exit_code == 1);
+  CHECK(regressed.out.find("\"regressed\": true") != std::string::npos);
+  CHECK(regressed.out.find("\"step_change_pct\": 55.") != std::string::npos);
+  CHECK(ptadvise_cli("diff '" + slow + "' '" + fast + "'", dir.path()).exit_code == 0);
+  CHECK(ptadvise_cli("diff --max-regression 60 '" + fast + "' '" + slow + "'", dir.path()).exit_code == 0);
+}
+
+TEST_CASE("check: a directory of per-rank traces reports each rank; baselines and annotations follow") {
+  TempDir dir;
+  for (int rank = 0; rank < 2; ++rank) {
+    ptadvise::testing::TraceBuilder trace(ptadvise::testing::Era::Kineto2023);
+    trace.device(0, "NVIDIA A100", 8, 0, 80LL << 30).distributed(rank, 2).cpu_pid(100 + rank);
+    for (int step = 0; step < 3; ++step) {
+      double start = 1000.0 * step;
+      trace.annotation("ProfilerStep#" + std::to_string(step + 5), start, 900);
+      trace.cpu_op("aten::item", start + 100, 300 + 10 * rank);
+      trace.cpu_op("aten::_local_scalar_dense", start + 110, 280 + 10 * rank);
+    }
+    dir.write("ranks/rank" + std::to_string(rank) + ".json", trace.json());
+  }
+  Run run = ptadvise_cli(check(dir) + "--format json --write-baseline base.yaml --annotate out.json '" +
+                             dir.file("ranks") + "'",
+                         dir.path());
+  CHECK(run.exit_code == 0);  // a fresh baseline accepts everything
+  CHECK(count(run.out, "\"rule_id\": \"PTX901\"") == 2);
+  CHECK(run.out.find("\"rank\": 0,") != std::string::npos);
+  CHECK(run.out.find("\"rank\": 1,") != std::string::npos);
+  // The same site on both ranks is one baseline entry.
+  CHECK(count(read_file(dir.file("base.yaml")), "  - fingerprint: ") == 1);
+  CHECK(std::filesystem::exists(dir.file("out.rank0.json")));
+  CHECK(std::filesystem::exists(dir.file("out.rank1.json")));
+  CHECK(ptadvise_cli(check(dir) + "--baseline base.yaml '" + dir.file("ranks") + "'", dir.path()).exit_code == 0);
+}
