@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "commands.h"
+#include "ptadvise/advisor.h"
 #include "ptadvise/rules.h"
 
 namespace ptadvise::cli {
@@ -18,28 +19,6 @@ struct RulesOptions {
   std::string format = "text";
   std::string rule;
 };
-
-std::string json_escape(std::string_view text) {
-  std::string out;
-  for (char c : text) {
-    switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
-      case '\r': out += "\\r"; break;
-      case '\t': out += "\\t"; break;
-      default:
-        if (static_cast<unsigned char>(c) < 0x20) {
-          char buffer[8];
-          std::snprintf(buffer, sizeof buffer, "\\u%04x", static_cast<unsigned>(static_cast<unsigned char>(c)));
-          out += buffer;
-        } else {
-          out += c;
-        }
-    }
-  }
-  return out;
-}
 
 std::string format_value(double value) {
   std::ostringstream out;
