@@ -977,6 +977,7 @@ std::variant<std::vector<Timeline>, LoadError> load_traces(const std::vector<std
     if (error) return LoadError{path + ": cannot list the directory: " + error.message()};
     if (files.empty()) return LoadError{path + ": no trace files (*.json, *.json.gz) in this directory"};
     std::sort(files.begin(), files.end());
+    timelines.reserve(timelines.size() + files.size());
     for (size_t order = 0; order < files.size(); ++order) {
       auto result = load_trace_file(files[order].string(), options);
       if (auto* failure = std::get_if<LoadError>(&result)) return std::move(*failure);
