@@ -230,6 +230,16 @@ void write_summary(JsonWriter& json, const Summary& summary) {
   json.value(to_string(summary.step_source));
   json.key("note");
   json.value(summary.step_note);
+  json.key("steady");
+  json.value(static_cast<int64_t>(summary.steady_steps));
+  json.key("warmup");
+  json.value(static_cast<int64_t>(summary.warmup_steps));
+  json.key("last_partial");
+  json.value(static_cast<int64_t>(summary.last_step_partial ? 1 : 0));
+  json.key("warmup_note");
+  json.value(summary.warmup_note);
+  json.key("period_ms");
+  json.value(summary.step_period_ms);
   json.key("median_ms");
   json.value(summary.median_step_ms);
   json.key("p90_ms");
@@ -239,6 +249,14 @@ void write_summary(JsonWriter& json, const Summary& summary) {
   json.value(summary.span_ms);
   json.key("gpu_busy_pct");
   json.value(summary.gpu_busy_pct);
+  json.key("compute_busy_pct");
+  json.value(summary.compute_busy_pct);
+  json.key("communication_pct");
+  json.value(summary.communication_pct);
+  json.key("copy_pct");
+  json.value(summary.copy_pct);
+  json.key("idle_pct");
+  json.value(summary.idle_pct);
   json.key("gpu_time_ms");
   json.begin_object();
   json.key("compute");
@@ -304,10 +322,17 @@ std::string summary_text(const Summary& summary) {
   line("steps", std::to_string(summary.step_count) + " (" + std::string(to_string(summary.step_source)) + ": " +
                     summary.step_note + ")");
   if (summary.step_count == 0) return out;
-  line("step time", "median " + ms(summary.median_step_ms) + ", p90 " + ms(summary.p90_step_ms) + " (span " +
-                        ms(summary.span_ms) + ")");
+  if (!summary.warmup_note.empty()) line("warm-up", summary.warmup_note);
+  if (summary.last_step_partial) line("", "the last step was cut short by the end of profiling: left out");
+  if (summary.steady_steps == 0) return out;
+  line("step period", ms(summary.step_period_ms) + " mean over " + std::to_string(summary.steady_steps) +
+                          " steady step" + (summary.steady_steps == 1 ? "" : "s") + ", median " +
+                          ms(summary.median_step_ms) + ", p90 " + ms(summary.p90_step_ms));
   if (!summary.devices.empty()) {
-    line("GPU busy", format("%.1f%%", summary.gpu_busy_pct) + " of the span (kernels, copies and memsets, all devices)");
+    line("GPU busy", format("%.1f%%", summary.gpu_busy_pct) + " of the steady steps (kernels, copies and memsets, all devices)");
+    line("GPU share", format("compute %.1f%%", summary.compute_busy_pct) +
+                          format(" | communication %.1f%%", summary.communication_pct) +
+                          format(" | copies %.1f%%", summary.copy_pct) + format(" | idle %.1f%%", summary.idle_pct));
     line("GPU time", "compute " + ms(summary.compute_ms) + " | communication " + ms(summary.communication_ms) +
                          " | memcpy " + ms(summary.memcpy_ms) + " | memset " + ms(summary.memset_ms) + " | idle " +
                          ms(summary.idle_ms));

@@ -110,8 +110,10 @@ class Evaluator {
  public:
   Evaluator(const Analysis& analysis, std::vector<uint8_t>& claimed)
       : a_(analysis), tl_(*analysis.timeline), ev_(analysis.timeline->events), claimed_(claimed) {
-    steps_ = std::max<size_t>(1, a_.steps.size());
-    median_step_ms_ = a_.steps.empty() ? 0.0 : a_.median_step_ns() / 1e6;
+    // Per-step figures describe the steady-state steps: divided by their count, percentages by their
+    // mean period (never a mean over one set of steps divided by a median over another).
+    steps_ = std::max<size_t>(1, a_.steady_step_count());
+    step_period_ms_ = a_.step_period_ns() / 1e6;
     // Ledger entries are pieces of longer idle stretches (split where the host's activity changes); the
     // length of the whole stretch tells a launch gap of a few µs from a stall.
     stretch_ns_.assign(a_.idle.size(), 0);
@@ -374,9 +376,11 @@ class Evaluator {
       if (exclude && exclude->matches(ev_.name[i])) continue;
       if (selection.min_dur_ns >= 0 && ev_.dur_ns[i] < selection.min_dur_ns) continue;
       if (selection.max_dur_ns >= 0 && ev_.dur_ns[i] >= selection.max_dur_ns) continue;
-      if (selection.in_step || selection.after_first_step) {
+      {
         uint32_t s = step(i);
-        if (s == kNone) continue;
+        // Warm-up steps and a cut-short last step are in no per-step figure; `in_warmup` asks for them.
+        if (selection.in_warmup ? (s == kNone || !a_.steps[s].warmup) : (s != kNone && !a_.is_steady(s))) continue;
+        if ((selection.in_step || selection.after_first_step) && s == kNone) continue;
         if (selection.after_first_step && s == 0) continue;
       }
       if (selection.waits_for_gpu && !waits_for_gpu(i)) continue;
@@ -470,14 +474,19 @@ class Evaluator {
   }
 
   double builtin(const std::string& name) const {
-    if (name == "steps") return static_cast<double>(a_.steps.size());
-    if (name == "median_step_ms") return median_step_ms_;
-    if (name == "max_step_ms" || name == "first_step_ms") {
+    if (name == "steps") return static_cast<double>(a_.steady_step_count());
+    if (name == "step_period_ms") return step_period_ms_;
+    if (name == "median_step_ms") return a_.median_step_ns() / 1e6;
+    if (name == "warmup_steps") return static_cast<double>(a_.warmup_step_count());
+    if (name == "max_step_ms" || name == "first_step_ms" || name == "warmup_ms") {
       if (a_.steps.empty()) return 0;
-      if (name == "first_step_ms") return static_cast<double>(a_.steps.front().duration_ns()) / 1e6;
-      int64_t longest = 0;
-      for (const auto& s : a_.steps) longest = std::max(longest, s.duration_ns());
-      return static_cast<double>(longest) / 1e6;
+      if (name == "first_step_ms") return static_cast<double>(a_.steps.front().period_ns) / 1e6;
+      int64_t longest = 0, warmup = 0;
+      for (uint32_t s = 0; s < a_.steps.size(); ++s) {
+        if (a_.steps[s].warmup) warmup += a_.steps[s].period_ns;
+        if (a_.is_steady(s)) longest = std::max(longest, a_.steps[s].period_ns);
+      }
+      return static_cast<double>(name == "warmup_ms" ? warmup : longest) / 1e6;
     }
     if (name == "has_gpu") return a_.devices.empty() ? 0 : 1;
     if (name == "gpu_busy_pct") return gpu_busy_pct();
@@ -497,22 +506,28 @@ class Evaluator {
     return kNaN;
   }
 
+  // Busy share of the steady steps' windows, averaged over devices.
   double gpu_busy_pct() const {
     if (a_.steps.empty() || a_.busy.empty()) return 0;
-    int64_t window_start = a_.steps.front().span_start(), window_end = a_.steps.back().span_end();
-    for (const auto& s : a_.steps) {
-      window_start = std::min(window_start, s.span_start());
-      window_end = std::max(window_end, s.span_end());
+    int64_t length = 0;
+    for (uint32_t s = 0; s < a_.steps.size(); ++s) {
+      if (a_.is_steady(s)) length += a_.step_windows[s].end_ns - a_.step_windows[s].start_ns;
     }
-    if (window_end <= window_start) return 0;
+    if (length <= 0) return 0;
     double total = 0;
     for (const auto& intervals : a_.busy) {
       int64_t busy = 0;
-      for (const auto& interval : intervals) {
-        int64_t begin = std::max(interval.start_ns, window_start), end = std::min(interval.end_ns, window_end);
-        if (end > begin) busy += end - begin;
+      for (uint32_t s = 0; s < a_.steps.size(); ++s) {
+        if (!a_.is_steady(s)) continue;
+        const Interval& window = a_.step_windows[s];
+        // Busy intervals are sorted and disjoint: start at the first one ending after the window opens.
+        auto it = std::upper_bound(intervals.begin(), intervals.end(), window.start_ns,
+                                   [](int64_t t, const Interval& i) { return t < i.end_ns; });
+        for (; it != intervals.end() && it->start_ns < window.end_ns; ++it) {
+          busy += std::min(it->end_ns, window.end_ns) - std::max(it->start_ns, window.start_ns);
+        }
       }
-      total += static_cast<double>(busy) / static_cast<double>(window_end - window_start);
+      total += static_cast<double>(busy) / static_cast<double>(length);
     }
     return total / static_cast<double>(a_.busy.size()) * 100.0;
   }
@@ -547,6 +562,7 @@ class Evaluator {
     for (uint32_t k = 0; k < a_.idle.size(); ++k) {
       const IdleGap& gap = a_.idle[k];
       if (((metric.idle_causes >> static_cast<unsigned>(gap.cause)) & 1u) == 0) continue;
+      if (!a_.is_steady(gap.step)) continue;
       if (!metric.include_claimed && claimed_[k]) continue;
       if (metric.max_stretch_ns >= 0 && stretch_ns_[k] >= metric.max_stretch_ns) continue;
       if (metric.min_stretch_ns >= 0 && stretch_ns_[k] < metric.min_stretch_ns) continue;
@@ -611,7 +627,7 @@ class Evaluator {
         for (EventIndex e : events_of(metric)) total += static_cast<double>(ev_.dur_ns[e]);
         double ms = total / steps / 1e6;
         if (metric.kind == MetricKind::Time) return ms;
-        return median_step_ms_ > 0 ? ms / median_step_ms_ * 100.0 : 0.0;
+        return step_period_ms_ > 0 ? ms / step_period_ms_ * 100.0 : 0.0;
       }
       case MetricKind::Max: {
         int64_t longest = 0;
@@ -680,7 +696,7 @@ class Evaluator {
       }
       case MetricKind::Percent: {
         double ms = value(metric.operands[0]);
-        return median_step_ms_ > 0 && !std::isnan(ms) ? ms / median_step_ms_ * 100.0 : 0.0;
+        return step_period_ms_ > 0 && !std::isnan(ms) ? ms / step_period_ms_ * 100.0 : 0.0;
       }
       case MetricKind::Builtin: return builtin(metric.builtin);
       case MetricKind::Threshold: return thresholds_[metric.threshold];
@@ -870,7 +886,7 @@ class Evaluator {
       if (!std::isnan(v)) saving += term.factor * v;
     }
     finding.saving_ms_per_step = std::max(0.0, saving);
-    finding.saving_pct = median_step_ms_ > 0 ? finding.saving_ms_per_step / median_step_ms_ * 100.0 : 0.0;
+    finding.saving_pct = step_period_ms_ > 0 ? finding.saving_ms_per_step / step_period_ms_ * 100.0 : 0.0;
     finding.saving_method = rule.saving_method;
     finding.confidence = rule.confidence;
     finding.message = render(rule.message, finding.site);
@@ -896,7 +912,7 @@ class Evaluator {
   std::vector<uint8_t>& claimed_;
   std::vector<int64_t> stretch_ns_;  // per ledger entry: length of the idle stretch it belongs to
   size_t steps_ = 1;
-  double median_step_ms_ = 0;
+  double step_period_ms_ = 0;
 
   const CompiledRule* rule_ = nullptr;
   std::vector<double> thresholds_;

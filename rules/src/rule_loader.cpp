@@ -168,6 +168,8 @@ const std::vector<std::pair<std::string, MetricUnit>>& builtin_values() {
   static const std::vector<std::pair<std::string, MetricUnit>> values = {
       {"steps", MetricUnit::Count},           {"median_step_ms", MetricUnit::Value},
       {"max_step_ms", MetricUnit::Value},     {"first_step_ms", MetricUnit::Value},
+      {"step_period_ms", MetricUnit::Value},  {"warmup_steps", MetricUnit::Count},
+      {"warmup_ms", MetricUnit::Value},
       {"gpu_busy_pct", MetricUnit::Percent},  {"has_gpu", MetricUnit::Value},
       {"compute_capability", MetricUnit::Value}, {"gpu_memory_bytes", MetricUnit::Bytes},
   };
@@ -333,7 +335,7 @@ class RuleCompiler {
   Selection compile_selector(const YAML::Node& node, const std::string& key, std::vector<size_t>& depends) {
     r_.expect_map(node, key,
                   {"kind", "name", "exclude_name", "inside", "not_inside", "min_dur", "max_dur", "in_step",
-                   "after_first_step", "waits_for_gpu", "args", "followed_by", "not_followed_by", "preceded_by", "not_preceded_by",
+                   "after_first_step", "in_warmup", "waits_for_gpu", "args", "followed_by", "not_followed_by", "preceded_by", "not_preceded_by",
                    "contains", "not_contains", "union"});
     Selection selection;
     if (auto parts = node["union"]) {
@@ -369,6 +371,7 @@ class RuleCompiler {
     if (auto n = node["max_dur"]) selection.max_dur_ns = r_.duration_ns(n, key + ".max_dur");
     if (auto n = node["in_step"]) selection.in_step = r_.boolean(n, key + ".in_step");
     if (auto n = node["after_first_step"]) selection.after_first_step = r_.boolean(n, key + ".after_first_step");
+    if (auto n = node["in_warmup"]) selection.in_warmup = r_.boolean(n, key + ".in_warmup");
     if (auto n = node["waits_for_gpu"]) selection.waits_for_gpu = r_.boolean(n, key + ".waits_for_gpu");
     if (auto n = node["args"]) {
       if (!n.IsSequence()) r_.fail(n, key + ".args", "expected a list of predicates like {key: bytes, ge: 1MiB}");

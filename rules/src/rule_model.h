@@ -46,6 +46,7 @@ struct Selection {
   int64_t max_dur_ns = -1;  // exclusive
   bool in_step = false;
   bool after_first_step = false;
+  bool in_warmup = false;  // only events of the warm-up steps (every other selection leaves them out)
   // Runtime/driver calls that return only after the GPU op they launched has finished (synchronous launches,
   // CUDA_LAUNCH_BLOCKING, pageable copies); other events never match.
   bool waits_for_gpu = false;

@@ -13,6 +13,8 @@ std::string_view to_string(StepSource source) {
   switch (source) {
     case StepSource::ProfilerStep:
       return "ProfilerStep";
+    case StepSource::Annotations:
+      return "annotations";
     case StepSource::Inferred:
       return "inferred";
     case StepSource::WholeWindow:
@@ -42,12 +44,25 @@ int64_t Step::span_end() const { return gpu_end_ns >= 0 ? std::max(end_ns, gpu_e
 
 namespace detail {
 
-uint8_t classify_name(std::string_view name) {
-  uint8_t classes = 0;
+uint16_t classify_name(std::string_view name) {
+  uint16_t classes = 0;
   if (name.starts_with("ProfilerStep#")) classes |= kStepMarker;
   if (name.starts_with("enumerate(DataLoader)#") && name.find("__next__") != std::string_view::npos) {
-    classes |= kDataLoader;
+    classes |= kDataLoader | kIterationStart;
   }
+  if (name.starts_with("Optimizer.zero_grad#")) classes |= kIterationStart;
+  if (name.starts_with("Optimizer.step#")) classes |= kIterationEnd;
+  // One-off work of the first iterations: the caching allocator's driver allocations, cuDNN's algorithm
+  // search (cudnn.benchmark), lazy module loading. Stream-ordered (Async) allocations are steady-state work.
+  const bool allocates = name == "cudaMalloc" || name == "cudaFree" || name == "hipMalloc" || name == "hipFree" ||
+                         name == "cuMemAlloc" || name == "cuMemAlloc_v2" || name == "cuMemFree" ||
+                         name == "cuMemFree_v2" || name == "cudaHostAlloc" || name == "cudaMallocHost" ||
+                         name == "hipHostMalloc";
+  const bool autotunes = (name.starts_with("cudnn") && name.find("Find") != std::string_view::npos) ||
+                         name.starts_with("miopenFind");
+  const bool loads_modules = name.starts_with("cuModuleLoad") || name.starts_with("cuLibraryLoad") ||
+                             name.starts_with("hipModuleLoad");
+  if (allocates || autotunes || loads_modules) classes |= kOneOffWork;
   const bool is_memcpy_call =
       name.starts_with("cudaMemcpy") || name.starts_with("hipMemcpy") || name.starts_with("cuMemcpy");
   const bool is_async = name.find("Async") != std::string_view::npos;
@@ -262,11 +277,36 @@ int64_t Analysis::total_idle_ns() const {
   return total;
 }
 
+size_t Analysis::steady_step_count() const {
+  size_t count = 0;
+  for (const Step& step : steps) count += step.warmup || step.partial ? 0 : 1;
+  return count;
+}
+
+size_t Analysis::warmup_step_count() const {
+  size_t count = 0;
+  for (const Step& step : steps) count += step.warmup ? 1 : 0;
+  return count;
+}
+
+double Analysis::step_period_ns() const {
+  double total = 0;
+  size_t count = 0;
+  for (const Step& step : steps) {
+    if (step.warmup || step.partial) continue;
+    total += static_cast<double>(step.period_ns);
+    ++count;
+  }
+  return count == 0 ? 0.0 : total / static_cast<double>(count);
+}
+
 double Analysis::median_step_ns() const {
-  if (steps.empty()) return 0;
   std::vector<int64_t> durations;
   durations.reserve(steps.size());
-  for (const Step& step : steps) durations.push_back(step.duration_ns());
+  for (const Step& step : steps) {
+    if (!step.warmup && !step.partial) durations.push_back(step.period_ns);
+  }
+  if (durations.empty()) return 0;
   std::sort(durations.begin(), durations.end());
   size_t n = durations.size();
   if (n % 2 == 1) return static_cast<double>(durations[n / 2]);

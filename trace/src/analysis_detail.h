@@ -10,7 +10,7 @@
 namespace ptadvise::detail {
 
 // What a name means to the analyses; computed once per distinct interned name, never per event.
-enum NameClass : uint8_t {
+enum NameClass : uint16_t {
   kStepMarker = 1u << 0,     // ProfilerStep#N
   kDataLoader = 1u << 1,     // enumerate(DataLoader)#...__next__
   kSyncCall = 1u << 2,       // host-blocking runtime/driver call: *Synchronize, synchronous memcpy
@@ -18,19 +18,30 @@ enum NameClass : uint8_t {
   kLaunchCall = 1u << 4,     // runtime/driver call that queues GPU work (kernel, copy, memset, graph)
   kHostSyncRecord = 1u << 5, // cuda_sync record of a host wait: Stream/Event/Context/Device Sync
   kCommunication = 1u << 6,  // NCCL/RCCL kernels
+  kIterationStart = 1u << 7, // enumerate(DataLoader)#...__next__, Optimizer.zero_grad#...: open an iteration
+  kIterationEnd = 1u << 8,   // Optimizer.step#...: closes an iteration
+  kOneOffWork = 1u << 9,     // warm-up work: cudaMalloc/cudaFree, cuDNN autotuning, module loading
 };
 
 struct NameClasses {
-  std::vector<uint8_t> by_name;  // indexed by StringId
+  std::vector<uint16_t> by_name;  // indexed by StringId
   bool has(const Timeline& timeline, EventIndex i, NameClass c) const {
     return (by_name[timeline.events.name[i]] & c) != 0;
   }
 };
 NameClasses classify_names(const StringPool& strings);
-uint8_t classify_name(std::string_view name);
+uint16_t classify_name(std::string_view name);
 
 // Step detection (steps.cpp): fills steps, step_source, step_note, event_step, main_track.
 void find_steps(const Timeline& timeline, const NameClasses& names, Analysis& analysis);
+
+// Iterations (iterations.cpp). Without markers: steps from annotations that repeat once per iteration
+// (data-loader fetches, optimizer steps, a user's record_function range); false when there are none.
+bool find_annotation_steps(const Timeline& timeline, const NameClasses& names, Analysis& analysis);
+// Splits each ProfilerStep that holds the same number (>= 2) of iterations into those iterations.
+void split_marker_steps(const Timeline& timeline, const NameClasses& names, Analysis& analysis);
+// After events are assigned: each step's period and the leading warm-up steps.
+void measure_periods(const Timeline& timeline, const NameClasses& names, Analysis& analysis);
 
 // Busy union and the idle ledger (idle.cpp).
 void compute_busy(const Timeline& timeline, Analysis& analysis);

@@ -217,7 +217,7 @@ class LedgerBuilder {
                other_call = kNone;
     for (EventIndex e = innermost; e != kNone; e = events_.parent[e]) {
       EventKind kind = events_.kind[e];
-      uint8_t classes = names_.by_name[events_.name[e]];
+      uint16_t classes = names_.by_name[events_.name[e]];
       if (kind == EventKind::Runtime || kind == EventKind::Driver) {
         if ((classes & kSyncCall) || blocking_.count(e)) {
           if (sync == kNone) sync = e;

@@ -1,5 +1,6 @@
-// Finding training steps: ProfilerStep#N markers, else a period inferred from the kernel sequence, else the
-// whole profiled window; then every event is assigned to a step.
+// Finding training steps: ProfilerStep#N markers, else iterations from repeating annotations (iterations.cpp),
+// else a period inferred from the kernel sequence, else the whole profiled window; then every event is
+// assigned to a step and each step's period measured.
 #include <algorithm>
 #include <charconv>
 #include <limits>
@@ -240,7 +241,7 @@ void whole_window_step(const Timeline& timeline, Analysis& analysis) {
   step.start_ns = start;
   step.end_ns = end;
   analysis.steps.push_back(step);
-  analysis.step_note = "no ProfilerStep markers and no repeating kernel sequence: the profiled window is one step";
+  analysis.step_note = "no ProfilerStep markers, no repeating iteration annotations and no repeating kernel sequence: the profiled window is one step";
 }
 
 // The CPU thread that launches most GPU work.
@@ -335,15 +336,23 @@ void assign_events(const Timeline& timeline, Analysis& analysis) {
 void find_steps(const Timeline& timeline, const NameClasses& names, Analysis& analysis) {
   analysis.event_step.assign(timeline.events.size(), kNone);
   analysis.steps.clear();
-  if (!find_marker_steps(timeline, names, analysis)) {
+  if (find_marker_steps(timeline, names, analysis)) {
+    split_marker_steps(timeline, names, analysis);
+  } else {
     analysis.steps.clear();
-    if (!infer_steps(timeline, analysis)) {
+    if (!find_annotation_steps(timeline, names, analysis)) {
       analysis.steps.clear();
-      whole_window_step(timeline, analysis);
+      if (!infer_steps(timeline, analysis)) {
+        analysis.steps.clear();
+        whole_window_step(timeline, analysis);
+      }
     }
   }
   if (analysis.main_track == kNone) analysis.main_track = busiest_launch_thread(timeline);
-  if (!analysis.steps.empty()) assign_events(timeline, analysis);
+  if (!analysis.steps.empty()) {
+    assign_events(timeline, analysis);
+    measure_periods(timeline, names, analysis);
+  }
 }
 
 }  // namespace ptadvise::detail

@@ -54,29 +54,45 @@ Summary summarize(const Analysis& analysis, size_t top_n) {
   summary.step_note = analysis.step_note;
   if (analysis.steps.empty()) return summary;
 
-  std::vector<int64_t> durations;
+  // Every figure below describes the steady-state steps (warm-up and a cut-short last step left out): the
+  // same steps the rules divide by, so numerators and denominators match.
+  summary.warmup_steps = analysis.warmup_step_count();
+  summary.warmup_note = analysis.warmup_note;
+  summary.last_step_partial = analysis.steps.back().partial;
+  std::vector<int64_t> periods;
+  std::vector<Interval> windows;  // the steady steps' ledger windows: disjoint, in time order
   int64_t span_start = std::numeric_limits<int64_t>::max();
   int64_t span_end = std::numeric_limits<int64_t>::min();
-  for (const Step& step : analysis.steps) {
-    durations.push_back(step.duration_ns());
-    span_start = std::min(span_start, step.span_start());
-    span_end = std::max(span_end, step.span_end());
+  for (uint32_t s = 0; s < analysis.steps.size(); ++s) {
+    if (!analysis.is_steady(s)) continue;
+    periods.push_back(analysis.steps[s].period_ns);
+    windows.push_back(analysis.step_windows[s]);
+    span_start = std::min(span_start, analysis.step_windows[s].start_ns);
+    span_end = std::max(span_end, analysis.step_windows[s].end_ns);
   }
-  std::sort(durations.begin(), durations.end());
+  summary.steady_steps = periods.size();
+  if (periods.empty()) return summary;
+  std::sort(periods.begin(), periods.end());
   summary.median_step_ms = analysis.median_step_ns() / kNsPerMs;
-  // p90 by nearest rank: the smallest duration with at least 90% of the steps at or below it.
-  size_t rank90 = static_cast<size_t>(std::ceil(0.9 * static_cast<double>(durations.size())));
-  summary.p90_step_ms = static_cast<double>(durations[std::max<size_t>(rank90, 1) - 1]) / kNsPerMs;
-  const int64_t span = span_end - span_start;
+  summary.step_period_ms = analysis.step_period_ns() / kNsPerMs;
+  // p90 by nearest rank: the smallest period with at least 90% of the steps at or below it.
+  size_t rank90 = static_cast<size_t>(std::ceil(0.9 * static_cast<double>(periods.size())));
+  summary.p90_step_ms = static_cast<double>(periods[std::max<size_t>(rank90, 1) - 1]) / kNsPerMs;
+  int64_t span = 0;
+  for (const Interval& w : windows) span += w.end_ns - w.start_ns;
   summary.span_ms = static_cast<double>(span) / kNsPerMs;
+  auto covered_in_windows = [&windows](const std::vector<Interval>& merged) {
+    int64_t total = 0;
+    for (const Interval& w : windows) total += detail::covered_ns(merged, w.start_ns, w.end_ns);
+    return total;
+  };
 
   // GPU busy share: one union over all devices.
   std::vector<Interval> all_busy;
   for (const auto& device : analysis.busy) all_busy.insert(all_busy.end(), device.begin(), device.end());
   detail::merge_intervals(all_busy);
   if (span > 0) {
-    summary.gpu_busy_pct = 100.0 * static_cast<double>(detail::covered_ns(all_busy, span_start, span_end)) /
-                           static_cast<double>(span);
+    summary.gpu_busy_pct = 100.0 * static_cast<double>(covered_in_windows(all_busy)) / static_cast<double>(span);
   }
 
   // Breakdown per device, each busy moment counted once: compute, then communication, copies, memsets.
@@ -105,7 +121,7 @@ Summary summarize(const Analysis& analysis, size_t top_n) {
             {events.ts_ns[i], events.end_ns(i)});
       }
     }
-    if (analysis.event_step[i] == kNone) continue;
+    if (!analysis.is_steady(analysis.event_step[i])) continue;
     if (kind == EventKind::Kernel) {
       ++kernels;
       if (events.dur_ns[i] < kTinyKernelNs) ++tiny;
@@ -125,7 +141,7 @@ Summary summarize(const Analysis& analysis, size_t top_n) {
       auto& intervals = by_category[d][static_cast<size_t>(c)];
       cumulative.insert(cumulative.end(), intervals.begin(), intervals.end());
       detail::merge_intervals(cumulative);
-      int64_t covered = detail::covered_ns(cumulative, span_start, span_end);
+      int64_t covered = covered_in_windows(cumulative);
       totals[c] += covered - covered_before;
       covered_before = covered;
     }
@@ -136,16 +152,28 @@ Summary summarize(const Analysis& analysis, size_t top_n) {
   summary.memcpy_ms = static_cast<double>(totals[kMemcpy]) / kNsPerMs;
   summary.memset_ms = static_cast<double>(totals[kMemset]) / kNsPerMs;
   summary.idle_ms = static_cast<double>(idle_total) / kNsPerMs;
+  // Shares of the steady steps' time per device, averaged over devices: a waiting communication kernel
+  // is not compute, so a rank stuck in all-reduce no longer looks busy.
+  if (span > 0 && device_count > 0) {
+    const double denominator = static_cast<double>(span) * static_cast<double>(device_count) / 100.0;
+    summary.compute_busy_pct = static_cast<double>(totals[kCompute]) / denominator;
+    summary.communication_pct = static_cast<double>(totals[kCommunication]) / denominator;
+    summary.copy_pct = static_cast<double>(totals[kMemcpy] + totals[kMemset]) / denominator;
+    summary.idle_pct = static_cast<double>(idle_total) / denominator;
+  }
 
   summary.kernel_count = kernels;
-  summary.kernels_per_step = static_cast<double>(kernels) / static_cast<double>(analysis.steps.size());
+  summary.kernels_per_step = static_cast<double>(kernels) / static_cast<double>(summary.steady_steps);
   summary.tiny_kernel_pct = kernels > 0 ? 100.0 * static_cast<double>(tiny) / static_cast<double>(kernels) : 0.0;
   summary.top_kernels = top_by_time(timeline, kernel_count, kernel_total, top_n);
   summary.top_cpu_ops = top_by_time(timeline, op_count, op_total, top_n);
 
   for (IdleCause cause : {IdleCause::Sync, IdleCause::DataLoader, IdleCause::LaunchBound, IdleCause::CpuWork,
                           IdleCause::Untraced}) {
-    int64_t ns = analysis.idle_ns(cause);
+    int64_t ns = 0;
+    for (const IdleGap& gap : analysis.idle) {
+      if (gap.cause == cause && analysis.is_steady(gap.step)) ns += gap.duration_ns();
+    }
     if (ns > 0) summary.idle_causes.push_back({cause, static_cast<double>(ns) / kNsPerMs});
   }
   std::stable_sort(summary.idle_causes.begin(), summary.idle_causes.end(),

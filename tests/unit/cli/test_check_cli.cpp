@@ -246,15 +246,15 @@ TEST_CASE("diff: findings that disappeared, step time change and the regression 
         std::string::npos);
   CHECK(text.out.find("  -2.358 ms  aten::_local_scalar_dense  (2.358 -> 0.000 ms)\n") != std::string::npos);
 
-  // num_workers=0 against its fix: 11.85 ms against 7.60 ms per step.
+  // num_workers=0 against its fix: an iteration period of 9.556 ms against 4.089 ms.
   const std::string slow = scenario("05_dataloader_num_workers_0");
   const std::string fast = scenario("05_dataloader_num_workers_0_fixed");
   Run regressed = ptadvise_cli("diff --format json '" + fast + "' '" + slow + "'", dir.path());
   CHECK(regressed.exit_code == 1);
   CHECK(regressed.out.find("\"regressed\": true") != std::string::npos);
-  CHECK(regressed.out.find("\"step_change_pct\": 55.") != std::string::npos);
+  CHECK(regressed.out.find("\"step_change_pct\": 133.67") != std::string::npos);
   CHECK(ptadvise_cli("diff '" + slow + "' '" + fast + "'", dir.path()).exit_code == 0);
-  CHECK(ptadvise_cli("diff --max-regression 60 '" + fast + "' '" + slow + "'", dir.path()).exit_code == 0);
+  CHECK(ptadvise_cli("diff --max-regression 140 '" + fast + "' '" + slow + "'", dir.path()).exit_code == 0);
 }
 
 TEST_CASE("check: a directory of per-rank traces reports each rank; baselines and annotations follow") {

@@ -72,7 +72,7 @@ TEST_CASE("unknown keys are errors naming line, column and key") {
         "thresholds, select, group, metrics, when, message, saving, tests");
   CHECK(error_of(replace_line(kValid, 11, "  syncs: {kind: cpu_op, nam: x}")) ==
         "r.yaml:11:25: select.syncs.nam: unknown key; expected one of kind, name, exclude_name, inside, not_inside, "
-        "min_dur, max_dur, in_step, after_first_step, waits_for_gpu, args, followed_by, not_followed_by, "
+        "min_dur, max_dur, in_step, after_first_step, in_warmup, waits_for_gpu, args, followed_by, not_followed_by, "
         "preceded_by, not_preceded_by, contains, not_contains, union");
 }
 

@@ -39,7 +39,14 @@ TEST_CASE("steps: ProfilerStep markers give CPU extents; GPU extents follow the 
   CHECK(second.gpu_start_ns == clock.at(1160));
   CHECK(second.gpu_end_ns == clock.at(1170));
   CHECK(second.duration_ns() == us(100));
-  CHECK(analysis.median_step_ns() == doctest::Approx(us(127.5)));
+  // Periods: step 7's GPU work starts 110 us before step 8's (longer than its 100 us host period); the
+  // last step has no successor and takes its CPU interval.
+  CHECK(first.period_ns == us(110));
+  CHECK(second.period_ns == us(100));
+  CHECK_FALSE(first.warmup);
+  CHECK_FALSE(second.partial);
+  CHECK(analysis.median_step_ns() == doctest::Approx(us(105)));
+  CHECK(analysis.step_period_ns() == doctest::Approx(us(105)));
 
   CHECK(analysis.step_of(find_event(timeline, "k_b")) == 0);  // by its launch, not by when it ran
   CHECK(analysis.step_of(find_event(timeline, "k_c")) == 1);

@@ -12,8 +12,9 @@
 
 namespace ptadvise {
 
-enum class StepSource { ProfilerStep, Inferred, WholeWindow };
-std::string_view to_string(StepSource source);  // "ProfilerStep", "inferred", "whole-window"
+enum class StepSource { ProfilerStep, Annotations, Inferred, WholeWindow };
+// "ProfilerStep", "annotations", "inferred", "whole-window"
+std::string_view to_string(StepSource source);
 
 struct Step {
   int64_t number = 0;         // N of ProfilerStep#N, else 0-based index
@@ -21,7 +22,13 @@ struct Step {
   int64_t end_ns = 0;
   int64_t gpu_start_ns = -1;  // first..last GPU op launched inside the step (-1 when none)
   int64_t gpu_end_ns = -1;
-  EventIndex marker = kNone;  // the ProfilerStep#N event, when there is one
+  EventIndex marker = kNone;  // the ProfilerStep#N event (also for each iteration split out of it)
+  // The iteration period: host start to the next step's host start, or the GPU-side period (first GPU op
+  // to the next step's first GPU op) when that is longer (the GPU is the bottleneck and the host runs
+  // ahead). The last step, which has no successor, uses its CPU interval or its GPU extent.
+  int64_t period_ns = 0;
+  bool warmup = false;   // a leading step dominated by one-off work: excluded from every per-step figure
+  bool partial = false;  // the last step, cut short by the end of profiling: excluded likewise
   int64_t span_start() const;  // min(start, gpu_start)
   int64_t span_end() const;    // max(end, gpu_end)
   int64_t duration_ns() const { return span_end() - span_start(); }
@@ -57,6 +64,7 @@ struct Analysis {
   const Timeline* timeline = nullptr;
   StepSource step_source = StepSource::WholeWindow;
   std::string step_note;  // how steps were found, phrased for the user
+  std::string warmup_note;  // why the leading steps count as warm-up; empty when none do
   std::vector<Step> steps;
   // Per step: the part of its span the ledger covers. Spans of consecutive steps may overlap (the GPU
   // trails the CPU); windows never do, so no idle nanosecond belongs to two steps.
@@ -78,7 +86,13 @@ struct Analysis {
   std::optional<SourceLocation> user_source(EventIndex i) const;
   // Idle time of the ledger charged to `cause` (all devices, all steps), in ns.
   int64_t idle_ns(IdleCause cause) const;
-  double median_step_ns() const;
+  // Steady-state steps: every step that is not warm-up. Per-step figures divide by their count and
+  // percentages by their mean period, so numerator and denominator describe the same steps.
+  size_t steady_step_count() const;
+  size_t warmup_step_count() const;
+  bool is_steady(uint32_t step) const { return step < steps.size() && !steps[step].warmup && !steps[step].partial; }
+  double step_period_ns() const;  // mean period of the steady-state steps (0 without steps)
+  double median_step_ns() const;  // median period of the steady-state steps
   // Total GPU idle inside the step windows (all devices): the sum of the ledger.
   int64_t total_idle_ns() const;
 
@@ -110,11 +124,19 @@ struct Summary {
   size_t step_count = 0;
   StepSource step_source = StepSource::WholeWindow;
   std::string step_note;
-  double median_step_ms = 0;
+  size_t steady_steps = 0;   // steps the figures below describe: all but warm-up and a cut-short last step
+  size_t warmup_steps = 0;
+  bool last_step_partial = false;
+  std::string warmup_note;
+  double step_period_ms = 0;  // mean iteration period of the steady steps
+  double median_step_ms = 0;  // median and p90 of their periods
   double p90_step_ms = 0;
-  double gpu_busy_pct = 0;  // union of kernel/memcpy/memset (all devices) over first step start..last step end
-  double span_ms = 0;       // first step start..last step end
-  // Breakdown of GPU time within the step span, in ms (per device, summed over devices).
+  double gpu_busy_pct = 0;  // union of kernel/memcpy/memset (all devices) over the steady steps' windows
+  double span_ms = 0;       // total length of the steady steps' windows
+  // Per-device shares of the steady windows (averaged over devices): compute kernels, communication
+  // kernels, copies and memsets, idle. They add up to 100.
+  double compute_busy_pct = 0, communication_pct = 0, copy_pct = 0, idle_pct = 0;
+  // Breakdown of GPU time within the steady windows, in ms (per device, summed over devices).
   double compute_ms = 0, communication_ms = 0, memcpy_ms = 0, memset_ms = 0, idle_ms = 0;
   double kernels_per_step = 0;
   double tiny_kernel_pct = 0;  // kernels shorter than 10 us, % of kernel count

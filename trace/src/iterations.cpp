@@ -1,0 +1,383 @@
+// Iterations from what the profiler records anyway (data-loader fetches, optimizer steps, a user's
+// record_function range), the split of a ProfilerStep holding several iterations, each step's period and
+// the leading warm-up steps. See docs/ANALYSIS.md, "Steps".
+#include <algorithm>
+#include <limits>
+#include <map>
+#include <string>
+
+#include "analysis_detail.h"
+
+namespace ptadvise::detail {
+namespace {
+
+constexpr uint16_t kAnchor = kIterationStart | kIterationEnd;
+// A generic annotation range counts as the iteration when its occurrences cover this share of their extent.
+constexpr double kRangeCoverage = 0.5;
+// Warm-up: a leading step this much longer than the median of the later steps ...
+constexpr double kWarmupRatio = 1.5;
+// ... or this much longer while doing one-off work (allocations, autotuning) the later steps do not.
+constexpr double kWarmupRatioWithOneOffWork = 1.1;
+
+bool is_host_range(EventKind kind) { return kind == EventKind::CpuOp || kind == EventKind::UserAnnotation; }
+
+std::string shorten(std::string_view name, size_t limit) {
+  if (name.size() <= limit) return std::string(name);
+  return std::string(name.substr(0, limit - 3)) + "...";
+}
+
+// Occurrences of one name on one thread, in time order, none nested in another of the same kind of anchor.
+struct Occurrences {
+  StringId name = 0;
+  uint16_t classes = 0;
+  std::vector<EventIndex> events;
+};
+
+// An anchor nested inside another anchor (Adam.step inside CombinedOptimizer.step) is part of that one.
+bool nested_in_anchor(const Timeline& timeline, const NameClasses& names, EventIndex i) {
+  for (EventIndex p = timeline.events.parent[i]; p != kNone; p = timeline.events.parent[p]) {
+    if ((names.by_name[timeline.events.name[p]] & kAnchor) != 0) return true;
+  }
+  return false;
+}
+
+// A user's range repeating at the top of the thread (or directly under a step marker).
+bool is_top_level_range(const Timeline& timeline, const NameClasses& names, EventIndex i) {
+  const Events& events = timeline.events;
+  if (events.kind[i] != EventKind::UserAnnotation) return false;
+  if ((names.by_name[events.name[i]] & (kAnchor | kStepMarker | kDataLoader)) != 0) return false;
+  EventIndex p = events.parent[i];
+  return p == kNone || (names.by_name[events.name[p]] & kStepMarker) != 0;
+}
+
+// Anchors and top-level ranges of `track` whose start lies in [from, to), grouped by name.
+std::vector<Occurrences> collect(const Timeline& timeline, const NameClasses& names, uint32_t track, int64_t from,
+                                 int64_t to) {
+  const Events& events = timeline.events;
+  std::map<StringId, Occurrences> by_name;
+  for (EventIndex i : timeline.track_events[track]) {
+    if (events.ts_ns[i] < from || events.ts_ns[i] >= to || !is_host_range(events.kind[i])) continue;
+    uint16_t classes = names.by_name[events.name[i]];
+    bool anchor = (classes & kAnchor) != 0 && !nested_in_anchor(timeline, names, i);
+    if (!anchor && !is_top_level_range(timeline, names, i)) continue;
+    Occurrences& o = by_name[events.name[i]];
+    o.name = events.name[i];
+    o.classes = classes;
+    // The same range written twice at one start (cpu_op and user_annotation) is one occurrence.
+    if (!o.events.empty() && events.ts_ns[o.events.back()] == events.ts_ns[i]) continue;
+    o.events.push_back(i);
+  }
+  std::vector<Occurrences> out;
+  for (auto& [name, o] : by_name) out.push_back(std::move(o));
+  return out;
+}
+
+// The chosen way of cutting a stretch of one thread into iterations.
+struct Cut {
+  enum class How { None, AtStarts, AfterEnds, Ranges } how = How::None;
+  const Occurrences* anchor = nullptr;
+  const Occurrences* closing = nullptr;  // the optimizer step that confirms a start anchor, when any
+  size_t iterations() const { return anchor ? anchor->events.size() : 0; }
+};
+
+size_t count_between(const Events& events, const std::vector<EventIndex>& items, int64_t from, int64_t to) {
+  size_t n = 0;
+  for (EventIndex e : items) n += events.ts_ns[e] >= from && events.ts_ns[e] < to ? 1 : 0;
+  return n;
+}
+
+// Picks the anchor: a start anchor (data-loader fetch, zero_grad) when each iteration it opens holds
+// exactly one optimizer step (or there is none), else the optimizer step, else a covering user range.
+Cut choose_cut(const Timeline& timeline, const std::vector<Occurrences>& found) {
+  const Events& events = timeline.events;
+  const Occurrences* closing = nullptr;
+  for (const Occurrences& o : found) {
+    if ((o.classes & kIterationEnd) != 0 && o.events.size() >= 2 &&
+        (!closing || o.events.size() > closing->events.size())) {
+      closing = &o;
+    }
+  }
+  // Data-loader fetches first (an iteration starts with its batch), then zero_grad.
+  for (uint16_t wanted : {static_cast<uint16_t>(kDataLoader), static_cast<uint16_t>(0)}) {
+    for (const Occurrences& o : found) {
+      if ((o.classes & kIterationStart) == 0 || o.events.size() < 2) continue;
+      if (wanted != 0 && (o.classes & wanted) == 0) continue;
+      if (wanted == 0 && (o.classes & kDataLoader) != 0) continue;
+      bool one_step_each = true;
+      if (closing) {
+        for (size_t k = 0; k + 1 < o.events.size() && one_step_each; ++k) {
+          one_step_each = count_between(events, closing->events, events.ts_ns[o.events[k]],
+                                        events.ts_ns[o.events[k + 1]]) == 1;
+        }
+      }
+      if (one_step_each) return {Cut::How::AtStarts, &o, closing};
+    }
+  }
+  if (closing) return {Cut::How::AfterEnds, closing, nullptr};
+  const Occurrences* best = nullptr;
+  for (const Occurrences& o : found) {
+    if ((o.classes & kAnchor) != 0 || o.events.size() < 2) continue;
+    int64_t covered = 0, previous_end = std::numeric_limits<int64_t>::min();
+    bool disjoint = true;
+    for (EventIndex e : o.events) {
+      disjoint = disjoint && events.ts_ns[e] >= previous_end;
+      previous_end = events.end_ns(e);
+      covered += events.dur_ns[e];
+    }
+    int64_t extent = events.end_ns(o.events.back()) - events.ts_ns[o.events.front()];
+    if (!disjoint || extent <= 0 || static_cast<double>(covered) < kRangeCoverage * static_cast<double>(extent)) {
+      continue;
+    }
+    if (!best || o.events.size() > best->events.size()) best = &o;
+  }
+  if (best) return {Cut::How::Ranges, best, nullptr};
+  return {};
+}
+
+// Iteration intervals inside [from, to) of the thread. `from`/`to` bound the first and last iteration
+// where the anchors leave them open.
+std::vector<Interval> cut_iterations(const Events& events, const Cut& cut, int64_t from, int64_t to) {
+  std::vector<Interval> out;
+  const std::vector<EventIndex>& at = cut.anchor->events;
+  switch (cut.how) {
+    case Cut::How::AtStarts:
+      for (size_t k = 0; k < at.size(); ++k) {
+        int64_t start = events.ts_ns[at[k]];
+        int64_t end = k + 1 < at.size() ? events.ts_ns[at[k + 1]] : to;
+        // The last iteration ends with its optimizer step when one follows; else at the stretch's end.
+        if (k + 1 == at.size() && cut.closing) {
+          for (EventIndex e : cut.closing->events) {
+            if (events.ts_ns[e] >= start) {
+              end = std::min(to, events.end_ns(e));
+              break;
+            }
+          }
+        }
+        out.push_back({start, std::max(start, end)});
+      }
+      break;
+    case Cut::How::AfterEnds:
+      for (size_t k = 0; k < at.size(); ++k) {
+        int64_t start = k == 0 ? from : events.end_ns(at[k - 1]);
+        int64_t end = events.end_ns(at[k]);
+        out.push_back({start, std::max(start, end)});
+      }
+      break;
+    case Cut::How::Ranges:
+      for (EventIndex e : at) out.push_back({events.ts_ns[e], events.end_ns(e)});
+      break;
+    case Cut::How::None:
+      break;
+  }
+  return out;
+}
+
+std::string describe(const Timeline& timeline, const Cut& cut) {
+  std::string name = "`" + shorten(timeline.strings.view(cut.anchor->name), 70) + "`";
+  switch (cut.how) {
+    case Cut::How::AtStarts:
+      return "each starts at " + name +
+             (cut.closing ? " and holds one `" + shorten(timeline.strings.view(cut.closing->name), 60) + "`" : "");
+    case Cut::How::AfterEnds:
+      return "each ends with " + name;
+    case Cut::How::Ranges:
+      return "each is one " + name + " range";
+    case Cut::How::None:
+      break;
+  }
+  return {};
+}
+
+// The thread with the most anchor and range occurrences; ties go to the process's main thread.
+uint32_t anchor_thread(const Timeline& timeline, const NameClasses& names) {
+  uint32_t best = kNone;
+  size_t best_count = 0;
+  for (uint32_t t = 0; t < timeline.tracks.size(); ++t) {
+    if (timeline.tracks[t].kind != TrackKind::Cpu) continue;
+    size_t count = 0;
+    for (EventIndex i : timeline.track_events[t]) {
+      if (!is_host_range(timeline.events.kind[i])) continue;
+      if ((names.by_name[timeline.events.name[i]] & kAnchor) != 0) ++count;
+    }
+    const Track& track = timeline.tracks[t];
+    bool is_main = track.pid >= 0 && track.pid == track.tid;
+    if (count > best_count || (count == best_count && count > 0 && is_main)) {
+      best = t;
+      best_count = count;
+    }
+  }
+  return best;
+}
+
+}  // namespace
+
+bool find_annotation_steps(const Timeline& timeline, const NameClasses& names, Analysis& analysis) {
+  const Events& events = timeline.events;
+  // Anchors live on the thread running the training loop; without any, the thread with a covering range.
+  std::vector<uint32_t> threads;
+  if (uint32_t t = anchor_thread(timeline, names); t != kNone) threads.push_back(t);
+  for (uint32_t t = 0; t < timeline.tracks.size(); ++t) {
+    if (timeline.tracks[t].kind == TrackKind::Cpu && (threads.empty() || t != threads.front())) threads.push_back(t);
+  }
+  for (uint32_t track : threads) {
+    const auto& on_track = timeline.track_events[track];
+    if (on_track.empty()) continue;
+    int64_t from = std::numeric_limits<int64_t>::max(), to = std::numeric_limits<int64_t>::min();
+    for (EventIndex i : on_track) {
+      if (events.parent[i] != kNone || !is_host_range(events.kind[i])) continue;
+      from = std::min(from, events.ts_ns[i]);
+      to = std::max(to, events.end_ns(i));
+    }
+    if (from > to) continue;
+    std::vector<Occurrences> found = collect(timeline, names, track, from, to + 1);
+    Cut cut = choose_cut(timeline, found);
+    if (cut.how == Cut::How::None) continue;
+    std::vector<Interval> cuts = cut_iterations(events, cut, from, to);
+    for (size_t k = 0; k < cuts.size(); ++k) {
+      Step step;
+      step.number = static_cast<int64_t>(k);
+      step.start_ns = cuts[k].start_ns;
+      step.end_ns = cuts[k].end_ns;
+      analysis.steps.push_back(step);
+    }
+    analysis.main_track = track;
+    analysis.step_source = StepSource::Annotations;
+    analysis.step_note = "no ProfilerStep markers; " + std::to_string(cuts.size()) + " iterations on thread " +
+                         std::string(timeline.strings.view(timeline.tracks[track].tid_text)) + ": " +
+                         describe(timeline, cut);
+    return true;
+  }
+  return false;
+}
+
+void split_marker_steps(const Timeline& timeline, const NameClasses& names, Analysis& analysis) {
+  if (analysis.steps.empty() || analysis.main_track == kNone) return;
+  const Events& events = timeline.events;
+  // Unambiguous only: every step holds the same number (>= 2) of iterations, cut the same way.
+  std::vector<std::vector<Interval>> parts;
+  std::string how;
+  size_t per_step = 0;
+  for (const Step& step : analysis.steps) {
+    std::vector<Occurrences> found = collect(timeline, names, analysis.main_track, step.start_ns, step.end_ns);
+    Cut cut = choose_cut(timeline, found);
+    if (cut.how == Cut::How::None || cut.how == Cut::How::Ranges) return;
+    if (per_step == 0) per_step = cut.iterations();
+    if (cut.iterations() != per_step) return;
+    std::vector<Interval> cuts = cut_iterations(events, cut, step.start_ns, step.end_ns);
+    // The first iteration opens with the step, the last closes with it.
+    cuts.front().start_ns = step.start_ns;
+    cuts.back().end_ns = step.end_ns;
+    if (how.empty()) how = describe(timeline, cut);
+    parts.push_back(std::move(cuts));
+  }
+  if (per_step < 2) return;
+  std::vector<Step> split;
+  for (size_t s = 0; s < analysis.steps.size(); ++s) {
+    for (const Interval& part : parts[s]) {
+      Step step = analysis.steps[s];
+      step.start_ns = part.start_ns;
+      step.end_ns = std::max(part.start_ns, part.end_ns);
+      split.push_back(step);
+    }
+  }
+  analysis.steps = std::move(split);
+  analysis.step_note += "; each holds " + std::to_string(per_step) + " iterations (" + how +
+                        "), counted as " + std::to_string(analysis.steps.size()) + " steps";
+}
+
+void measure_periods(const Timeline& timeline, const NameClasses& names, Analysis& analysis) {
+  std::vector<Step>& steps = analysis.steps;
+  const size_t n = steps.size();
+  const Events& events = timeline.events;
+  // Where each step's own GPU work starts: its first GPU op launched inside it. Ops without a launch call
+  // (work queued before profiling began, CUDA graph kernels) only stand in when a step has no other.
+  std::vector<int64_t> gpu_first(n, -1);
+  for (EventIndex i = 0; i < events.size(); ++i) {
+    if (!is_gpu_activity(events.kind[i]) || events.launch[i] == kNone) continue;
+    uint32_t s = analysis.event_step[i];
+    if (s < n && (gpu_first[s] < 0 || events.ts_ns[i] < gpu_first[s])) gpu_first[s] = events.ts_ns[i];
+  }
+  for (size_t k = 0; k < n; ++k) {
+    if (gpu_first[k] < 0) gpu_first[k] = steps[k].gpu_start_ns;
+  }
+  for (size_t k = 0; k < n; ++k) {
+    Step& step = steps[k];
+    int64_t host = k + 1 < n ? steps[k + 1].start_ns - step.start_ns : step.end_ns - step.start_ns;
+    int64_t gpu = 0;
+    if (gpu_first[k] >= 0) {
+      gpu = k + 1 < n && gpu_first[k + 1] >= 0 ? gpu_first[k + 1] - gpu_first[k] : step.gpu_end_ns - gpu_first[k];
+    }
+    step.period_ns = std::max<int64_t>(0, std::max(host, gpu));
+  }
+  if (n < 2) return;
+  // The last step has no successor to measure against: when profiling stopped inside it, it holds far
+  // less work (events) than the others and is not a whole iteration. (A warm-up step is long but holds
+  // the same work, so event counts, not durations, tell the two apart.)
+  {
+    std::vector<int64_t> events_per_step(n, 0);
+    for (uint32_t s : analysis.event_step) {
+      if (s < n) ++events_per_step[s];
+    }
+    std::vector<int64_t> others(events_per_step.begin(), events_per_step.end() - 1);
+    std::sort(others.begin(), others.end());
+    bool others_have_gpu = false;
+    for (size_t k = 0; k + 1 < n; ++k) others_have_gpu = others_have_gpu || steps[k].gpu_start_ns >= 0;
+    // One other step is no norm to compare with, unless the last step lacks the GPU work it has.
+    bool comparable = others.size() >= 2 || (others_have_gpu && steps.back().gpu_start_ns < 0);
+    if (comparable && 2 * events_per_step.back() < others[others.size() / 2]) steps.back().partial = true;
+  }
+  const size_t whole = steps.back().partial ? n - 1 : n;
+  // One-off work per step (host calls, by the step they run in).
+  std::vector<int64_t> one_off(n, 0);
+  for (EventIndex i = 0; i < events.size(); ++i) {
+    if ((names.by_name[events.name[i]] & kOneOffWork) == 0 || is_gpu_side(events.kind[i])) continue;
+    uint32_t s = analysis.event_step[i];
+    if (s < n) ++one_off[s];
+  }
+  auto median = [](std::vector<int64_t> values) {
+    std::sort(values.begin(), values.end());
+    size_t m = values.size();
+    return m % 2 == 1 ? static_cast<double>(values[m / 2])
+                      : (static_cast<double>(values[m / 2 - 1]) + static_cast<double>(values[m / 2])) / 2.0;
+  };
+  // Leading steps only: the first step that looks like the rest ends the warm-up; the last step never is.
+  size_t warm = 0;
+  double reference = 0;
+  for (size_t k = 0; k + 1 < whole; ++k) {
+    std::vector<int64_t> later_periods, later_one_off;
+    for (size_t j = k + 1; j < whole; ++j) {
+      later_periods.push_back(steps[j].period_ns);
+      later_one_off.push_back(one_off[j]);
+    }
+    double ref = median(later_periods);
+    double ratio = ref > 0 ? static_cast<double>(steps[k].period_ns) / ref : 0.0;
+    bool extra_work = static_cast<double>(one_off[k]) > median(later_one_off);
+    // Length alone needs a steady state to compare with (two later steps at least); one-off work is
+    // evidence of its own.
+    bool far_longer = ratio >= kWarmupRatio && later_periods.size() >= 2;
+    if (far_longer || (extra_work && ratio >= kWarmupRatioWithOneOffWork)) {
+      steps[k].warmup = true;
+      warm = k + 1;
+      reference = ref;
+      continue;
+    }
+    break;
+  }
+  if (warm == 0) return;
+  int64_t one_off_calls = 0, warm_ns = 0;
+  for (size_t k = 0; k < warm; ++k) {
+    one_off_calls += one_off[k];
+    warm_ns += steps[k].period_ns;
+  }
+  char buffer[160];
+  std::snprintf(buffer, sizeof buffer, "%zu leading step%s (%.3f ms in all, against a steady period of %.3f ms", warm,
+                warm == 1 ? "" : "s", static_cast<double>(warm_ns) / 1e6, reference / 1e6);
+  analysis.warmup_note = buffer;
+  if (one_off_calls > 0) {
+    analysis.warmup_note += "; " + std::to_string(one_off_calls) + " one-off call" + (one_off_calls == 1 ? "" : "s") +
+                            " such as cudaMalloc/cudaFree or cuDNN autotuning";
+  }
+  analysis.warmup_note += ") are warm-up, left out of the per-step figures";
+}
+
+}  // namespace ptadvise::detail
