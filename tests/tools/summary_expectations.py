@@ -62,8 +62,159 @@ def main_thread_markers(events):
         start = ns(e["ts"])
         if steps and steps[-1]["start"] == start and steps[-1]["name"] == e["name"]:
             continue
-        steps.append({"name": e["name"], "start": start, "end": start + max(0, ns(e.get("dur", 0)))})
+        steps.append({"name": e["name"], "start": start, "end": start + max(0, ns(e.get("dur", 0))),
+                      "thread": best})
     return steps
+
+
+def is_one_off(name):
+    """Warm-up work: driver allocations, cuDNN autotuning, module loading (docs/ANALYSIS.md)."""
+    return (name in {"cudaMalloc", "cudaFree", "hipMalloc", "hipFree", "cuMemAlloc", "cuMemAlloc_v2", "cuMemFree",
+                     "cuMemFree_v2", "cudaHostAlloc", "cudaMallocHost", "hipHostMalloc"}
+            or (name.startswith("cudnn") and "Find" in name) or name.startswith("miopenFind")
+            or name.startswith(("cuModuleLoad", "cuLibraryLoad", "hipModuleLoad")))
+
+
+def anchor_class(name):
+    if name.startswith("enumerate(DataLoader)#") and "__next__" in name:
+        return "loader"
+    if name.startswith("Optimizer.zero_grad#"):
+        return "zero_grad"
+    if name.startswith("Optimizer.step#"):
+        return "step"
+    return None
+
+
+def nest(events):
+    """(pid, tid) -> events sorted by (start, longer first), each with a 'parent' index into that list."""
+    by_thread = collections.defaultdict(list)
+    for e in events:
+        if e.get("ph") == "X" and e.get("cat") in HOST_CATS:
+            by_thread[(str(e.get("pid")), str(e.get("tid")))].append(e)
+    for key, items in by_thread.items():
+        items.sort(key=lambda e: (ns(e["ts"]), -ns(e.get("dur", 0))))
+        stack = []
+        for i, e in enumerate(items):
+            start, end = ns(e["ts"]), ns(e["ts"]) + max(0, ns(e.get("dur", 0)))
+            while stack and stack[-1][1] + 1000 < end:
+                stack.pop()
+            e["_parent"] = stack[-1][0] if stack else None
+            stack.append((i, end))
+    return by_thread
+
+
+def annotation_steps(events, from_ns=None, to_ns=None, thread=None, threads=None):
+    """Iterations from data-loader / zero_grad / optimizer-step annotations or a covering user range."""
+    threads = threads if threads is not None else nest(events)
+    def anchors_of(items):
+        out = collections.defaultdict(list)
+        for i, e in enumerate(items):
+            if e.get("cat") not in ("cpu_op", "Operator", "user_annotation"):
+                continue
+            start = ns(e["ts"])
+            if from_ns is not None and not (from_ns <= start < to_ns):
+                continue
+            cls = anchor_class(e["name"])
+            p, nested = e["_parent"], False
+            while p is not None:
+                if anchor_class(items[p]["name"]):
+                    nested = True
+                p = items[p]["_parent"]
+            if cls and not nested:
+                out[e["name"]].append(e)
+            elif not cls and e.get("cat") == "user_annotation" and not e["name"].startswith("ProfilerStep#"):
+                p = e["_parent"]
+                if p is None or items[p]["name"].startswith("ProfilerStep#"):
+                    out[e["name"]].append(e)
+        for name in out:
+            dedup = []
+            for e in out[name]:
+                if dedup and ns(dedup[-1]["ts"]) == ns(e["ts"]):
+                    continue
+                dedup.append(e)
+            out[name] = dedup
+        return out
+    def count_anchors(items):
+        return sum(1 for e in items if e.get("cat") in ("cpu_op", "Operator", "user_annotation")
+                   and anchor_class(e["name"]))
+    if thread is None:
+        cpu = sorted(threads, key=lambda k: (-count_anchors(threads[k]), not (k[0] == k[1])))
+        order = cpu
+    else:
+        order = [thread]
+    for key in order:
+        items = threads[key]
+        if from_ns is None:
+            top = [e for e in items if e["_parent"] is None and e.get("cat") in ("cpu_op", "Operator", "user_annotation")]
+            if not top:
+                continue
+            lo = min(ns(e["ts"]) for e in top)
+            hi = max(ns(e["ts"]) + max(0, ns(e.get("dur", 0))) for e in top)
+        else:
+            lo, hi = from_ns, to_ns
+        found = anchors_of(items)
+        closing = None
+        for name in sorted(found):
+            if anchor_class(name) == "step" and len(found[name]) >= 2:
+                if closing is None or len(found[name]) > len(found[closing]):
+                    closing = name
+        cut = None
+        for wanted in ("loader", "zero_grad"):
+            for name in sorted(found):
+                if anchor_class(name) != wanted or len(found[name]) < 2:
+                    continue
+                occ = found[name]
+                ok = True
+                if closing:
+                    for a, b in zip(occ, occ[1:]):
+                        if sum(1 for c in found[closing] if ns(a["ts"]) <= ns(c["ts"]) < ns(b["ts"])) != 1:
+                            ok = False
+                if ok:
+                    cut = ("starts", name)
+                    break
+            if cut:
+                break
+        if not cut and closing:
+            cut = ("ends", closing)
+        if not cut:
+            best = None
+            for name in sorted(found):
+                occ = found[name]
+                if anchor_class(name) or len(occ) < 2:
+                    continue
+                disjoint = all(ns(b["ts"]) >= ns(a["ts"]) + ns(a.get("dur", 0)) for a, b in zip(occ, occ[1:]))
+                extent = ns(occ[-1]["ts"]) + ns(occ[-1].get("dur", 0)) - ns(occ[0]["ts"])
+                covered = sum(ns(e.get("dur", 0)) for e in occ)
+                if disjoint and extent > 0 and covered >= 0.5 * extent and (best is None or len(occ) > len(found[best])):
+                    best = name
+            if best:
+                cut = ("ranges", best)
+        if not cut:
+            if thread is not None:
+                return None
+            continue
+        how, name = cut
+        occ = found[name]
+        steps = []
+        if how == "starts":
+            for k, e in enumerate(occ):
+                start = ns(e["ts"])
+                end = ns(occ[k + 1]["ts"]) if k + 1 < len(occ) else hi
+                if k + 1 == len(occ) and closing:
+                    for c in found[closing]:
+                        if ns(c["ts"]) >= start:
+                            end = min(hi, ns(c["ts"]) + ns(c.get("dur", 0)))
+                            break
+                steps.append({"start": start, "end": max(start, end)})
+        elif how == "ends":
+            for k, e in enumerate(occ):
+                start = lo if k == 0 else ns(occ[k - 1]["ts"]) + ns(occ[k - 1].get("dur", 0))
+                end = ns(e["ts"]) + ns(e.get("dur", 0))
+                steps.append({"start": start, "end": max(start, end)})
+        else:
+            steps = [{"start": ns(e["ts"]), "end": ns(e["ts"]) + ns(e.get("dur", 0))} for e in occ]
+        return steps, key, how
+    return None
 
 
 def infer_steps(events, runtime_by_corr):
@@ -136,8 +287,31 @@ def summarize(path):
             if corr is not None and corr >= 0 and corr not in runtime_by_corr:
                 runtime_by_corr[corr] = e
 
+    threads = nest(events)
     steps = main_thread_markers(events)
     source = "ProfilerStep"
+    if steps:
+        # A ProfilerStep holding the same number (>= 2) of iterations in every step is split into them.
+        key = steps[0]["thread"]
+        parts = []
+        for st in steps:
+            found = annotation_steps(events, st["start"], st["end"], key, threads)
+            if not found or found[2] == "ranges":
+                parts = None
+                break
+            parts.append(found[0])
+        if parts and len({len(p) for p in parts}) == 1 and len(parts[0]) >= 2:
+            split = []
+            for st, cuts in zip(steps, parts):
+                cuts[0]["start"] = st["start"]
+                cuts[-1]["end"] = st["end"]
+                split.extend({"start": c["start"], "end": max(c["start"], c["end"])} for c in cuts)
+            steps = split
+    if not steps:
+        found = annotation_steps(events, threads=threads)
+        if found:
+            steps = found[0]
+            source = "annotations"
     if not steps:
         steps = infer_steps(events, runtime_by_corr)
         source = "inferred"
@@ -164,6 +338,7 @@ def summarize(path):
 
     gpu_ops = [e for e in events if e.get("ph") == "X" and e.get("cat") in ACTIVITY]
     kernel_step = []
+    kernel_index = {}
     unlaunched = []
     for e in gpu_ops:
         call = runtime_by_corr.get(as_int(e.get("args", {}).get("correlation", -1)))
@@ -179,6 +354,7 @@ def summarize(path):
         st["gpu_end"] = end if st["gpu_end"] is None else max(st["gpu_end"], end)
         if ACTIVITY[e["cat"]] == "kernel":
             kernel_step.append(e)
+            kernel_index[id(e)] = s
 
     def span_start(s):
         return s["start"] if s["gpu_start"] is None else min(s["start"], s["gpu_start"])
@@ -202,33 +378,110 @@ def summarize(path):
         late.append((found, e))
         if ACTIVITY[e["cat"]] == "kernel":
             kernel_step.append(e)
+            kernel_index[id(e)] = found
     for i, e in late:
         start, end = ns(e["ts"]), ns(e["ts"]) + max(0, ns(e.get("dur", 0)))
         st = steps[i]
         st["gpu_start"] = start if st["gpu_start"] is None else min(st["gpu_start"], start)
         st["gpu_end"] = end if st["gpu_end"] is None else max(st["gpu_end"], end)
 
-    durations = [span_end(s) - span_start(s) for s in steps]
-    lo = min(span_start(s) for s in steps)
-    hi = max(span_end(s) for s in steps)
-    intervals = sorted((ns(e["ts"]), ns(e["ts"]) + max(0, ns(e.get("dur", 0)))) for e in gpu_ops)
-    busy = 0
-    cur_start = cur_end = None
-    for a, b in intervals + [(None, None)]:
-        if a is not None and cur_end is not None and a <= cur_end:
-            cur_end = max(cur_end, b)
+    # Periods (docs/ANALYSIS.md): host start to the next host start, or the GPU-side period (first GPU op
+    # launched in the step to the next step's) when longer; the last step uses its CPU interval / GPU extent.
+    n = len(steps)
+    first_launched = [None] * n
+    for e in gpu_ops:
+        call = runtime_by_corr.get(as_int(e.get("args", {}).get("correlation", -1)))
+        if call is None:
             continue
-        if cur_end is not None:
-            busy += max(0, min(cur_end, hi) - max(cur_start, lo))
-        cur_start, cur_end = a, b
-    kernels = len(kernel_step)
-    tiny = sum(1 for e in kernel_step if max(0, ns(e.get("dur", 0))) < 10000)
+        i = step_at(ns(call["ts"]), lambda s: s["start"], lambda s: s["end"])
+        if i is not None and (first_launched[i] is None or ns(e["ts"]) < first_launched[i]):
+            first_launched[i] = ns(e["ts"])
+    for i, st in enumerate(steps):
+        if first_launched[i] is None:
+            first_launched[i] = st["gpu_start"]
+    periods = []
+    for i, st in enumerate(steps):
+        host = steps[i + 1]["start"] - st["start"] if i + 1 < n else st["end"] - st["start"]
+        gpu = 0
+        if first_launched[i] is not None:
+            if i + 1 < n and first_launched[i + 1] is not None:
+                gpu = first_launched[i + 1] - first_launched[i]
+            else:
+                gpu = st["gpu_end"] - first_launched[i]
+        periods.append(max(0, host, gpu))
+    excluded = [False] * n
+    if n >= 2:
+        # Events per step, counted like the C++ side: host events by time, GPU-side events by their launch.
+        counts = [0] * n
+        host_events = [e for e in events if e.get("ph") == "X" and e.get("cat") in HOST_CATS | {"collective_comm"}]
+        for e in host_events:
+            i = step_at(ns(e["ts"]), lambda s: s["start"], lambda s: s["end"])
+            if i is not None:
+                counts[i] += 1
+        for e in events:
+            if e.get("ph") == "X" and e.get("cat") in GPU_SIDE_CATS:
+                call = runtime_by_corr.get(as_int(e.get("args", {}).get("correlation", -1)))
+                if call is not None:
+                    i = step_at(ns(call["ts"]), lambda s: s["start"], lambda s: s["end"])
+                    if i is not None:
+                        counts[i] += 1
+        for i, e in late:
+            counts[i] += 1
+        one_off = [0] * n
+        for e in host_events:
+            if e.get("cat") in LAUNCH_CATS and is_one_off(e["name"]):
+                i = step_at(ns(e["ts"]), lambda s: s["start"], lambda s: s["end"])
+                if i is not None:
+                    one_off[i] += 1
+        others = sorted(counts[:-1])
+        others_gpu = any(st["gpu_start"] is not None for st in steps[:-1])
+        comparable = len(others) >= 2 or (others_gpu and steps[-1]["gpu_start"] is None)
+        if comparable and 2 * counts[-1] < others[len(others) // 2]:
+            excluded[-1] = True
+        whole = n - 1 if excluded[-1] else n
+        for i in range(whole - 1):
+            later = periods[i + 1:whole]
+            ref = median(later)
+            ratio = periods[i] / ref if ref > 0 else 0
+            extra_work = one_off[i] > median(one_off[i + 1:whole])
+            if (ratio >= 1.5 and len(later) >= 2) or (extra_work and ratio >= 1.1):
+                excluded[i] = True
+                continue
+            break
+    steady = [i for i in range(n) if not excluded[i]]
+    windows = []
+    cursor = None
+    for i, st in enumerate(steps):
+        a = span_start(st) if cursor is None else max(span_start(st), cursor)
+        b = max(span_end(st), a)
+        windows.append((a, b))
+        cursor = b if cursor is None else max(cursor, b)
+    intervals = sorted((ns(e["ts"]), ns(e["ts"]) + max(0, ns(e.get("dur", 0)))) for e in gpu_ops)
+    merged = []
+    for a, b in intervals:
+        if merged and a <= merged[-1][1]:
+            merged[-1][1] = max(merged[-1][1], b)
+        else:
+            merged.append([a, b])
+    span = sum(windows[i][1] - windows[i][0] for i in steady)
+    busy = 0
+    for i in steady:
+        lo, hi = windows[i]
+        busy += sum(max(0, min(b, hi) - max(a, lo)) for a, b in merged)
+    steady_set = set(steady)
+    step_of_kernel = {}
+    counted = [e for e in kernel_step if kernel_index.get(id(e)) in steady_set]
+    kernels = len(counted)
+    tiny = sum(1 for e in counted if max(0, ns(e.get("dur", 0))) < 10000)
+    steady_periods = [periods[i] for i in steady]
     return {
-        "steps": len(steps),
+        "steps": n,
         "source": source,
-        "median_ms": median(durations) / 1e6,
-        "gpu_busy_pct": 100.0 * busy / (hi - lo) if hi > lo else 0.0,
-        "kernels_per_step": kernels / len(steps),
+        "steady": len(steady),
+        "median_ms": median(steady_periods) / 1e6 if steady_periods else 0.0,
+        "period_ms": sum(steady_periods) / len(steady_periods) / 1e6 if steady_periods else 0.0,
+        "gpu_busy_pct": 100.0 * busy / span if span > 0 else 0.0,
+        "kernels_per_step": kernels / len(steady) if steady else 0.0,
         "tiny_kernel_pct": 100.0 * tiny / kernels if kernels else 0.0,
     }
 
@@ -236,6 +489,7 @@ def summarize(path):
 if __name__ == "__main__":
     for trace in sys.argv[1:]:
         r = summarize(trace)
-        print(f"{trace.rsplit('/', 1)[-1]}: steps={r['steps']} source={r['source']} median_ms={r['median_ms']:.6f} "
+        print(f"{trace.rsplit('/', 1)[-1]}: steps={r['steps']} source={r['source']} steady={r['steady']} "
+              f"period_ms={r['period_ms']:.6f} median_ms={r['median_ms']:.6f} "
               f"gpu_busy_pct={r['gpu_busy_pct']:.6f} kernels_per_step={r['kernels_per_step']:.6f} "
               f"tiny_kernel_pct={r['tiny_kernel_pct']:.6f}")

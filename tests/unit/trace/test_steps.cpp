@@ -146,3 +146,137 @@ TEST_CASE("steps: the whole profiled window is one step when nothing repeats") {
   CHECK(analysis.step_of(find_event(timeline, "bn_kernel")) == 0);
   CHECK(to_string(StepSource::WholeWindow) == "whole-window");
 }
+
+namespace {
+
+// One training iteration as PyTorch records it: fetch a batch, zero_grad, forward kernels, optimizer step.
+void iteration(TraceBuilder& trace, double t, double fetch_us, const char* loader) {
+  trace.annotation(loader, t, fetch_us);
+  trace.annotation("Optimizer.zero_grad#SGD.zero_grad", t + fetch_us, 10);
+  trace.launch("fwd_gemm", t + fetch_us + 20, 5, t + fetch_us + 30, 50);
+  trace.annotation("Optimizer.step#SGD.step", t + fetch_us + 60, 20);
+  trace.launch("sgd_update", t + fetch_us + 65, 5, t + fetch_us + 85, 5);
+}
+
+constexpr const char* kLoader = "enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__";
+
+}  // namespace
+
+TEST_CASE("steps: without markers, iterations start at each data-loader fetch holding one optimizer step") {
+  TraceBuilder trace(Era::Kineto2023);
+  for (int k = 0; k < 4; ++k) iteration(trace, 1000.0 * k, 100, kLoader);
+  Timeline timeline = trace.load();
+  Analysis analysis = analyze(timeline);
+  Clock clock(timeline, find_event(timeline, kLoader), 0);
+  CHECK(analysis.step_source == StepSource::Annotations);
+  CHECK(to_string(analysis.step_source) == "annotations");
+  REQUIRE(analysis.steps.size() == 4);
+  CHECK(analysis.step_note == "no ProfilerStep markers; 4 iterations on thread 1: each starts at `" +
+                                  std::string(kLoader) + "` and holds one `Optimizer.step#SGD.step`");
+  CHECK(analysis.steps[0].start_ns == clock.at(0));
+  CHECK(analysis.steps[0].end_ns == clock.at(1000));
+  CHECK(analysis.steps[3].start_ns == clock.at(3000));
+  CHECK(analysis.steps[3].end_ns == clock.at(3180));  // the last iteration ends with its optimizer step
+  CHECK(analysis.steps[0].period_ns == us(1000));
+  CHECK(analysis.steps[3].period_ns == us(180));  // no successor: its own CPU interval
+  CHECK(analysis.steady_step_count() == 4);
+  CHECK(analysis.step_of(find_event(timeline, "sgd_update", 2)) == 2);
+}
+
+TEST_CASE("steps: without markers or a loader, iterations end with each optimizer step") {
+  TraceBuilder trace(Era::Kineto2023);
+  for (int k = 0; k < 3; ++k) {
+    double t = 500.0 * k;
+    trace.cpu_op("aten::linear", t, 100);
+    trace.launch("fwd_gemm", t + 10, 5, t + 20, 50);
+    trace.annotation("Optimizer.step#Adam.step", t + 200, 50);
+  }
+  Timeline timeline = trace.load();
+  Analysis analysis = analyze(timeline);
+  Clock clock(timeline, find_event(timeline, "aten::linear"), 0);
+  REQUIRE(analysis.steps.size() == 3);
+  CHECK(analysis.step_note == "no ProfilerStep markers; 3 iterations on thread 1: each ends with "
+                              "`Optimizer.step#Adam.step`");
+  CHECK(analysis.steps[0].start_ns == clock.at(0));
+  CHECK(analysis.steps[0].end_ns == clock.at(250));
+  CHECK(analysis.steps[1].start_ns == clock.at(250));
+  CHECK(analysis.steps[2].end_ns == clock.at(1250));
+}
+
+TEST_CASE("steps: a ProfilerStep holding the same number of iterations in every step is split") {
+  TraceBuilder trace(Era::Kineto2023);
+  for (int s = 0; s < 2; ++s) {
+    trace.annotation("ProfilerStep#" + std::to_string(s + 1), 3000.0 * s, 3000);
+    for (int k = 0; k < 3; ++k) iteration(trace, 3000.0 * s + 1000.0 * k, 100, kLoader);
+  }
+  Timeline timeline = trace.load();
+  Analysis analysis = analyze(timeline);
+  Clock clock(timeline, find_event(timeline, "ProfilerStep#1"), 0);
+  CHECK(analysis.step_source == StepSource::ProfilerStep);
+  REQUIRE(analysis.steps.size() == 6);
+  CHECK(analysis.step_note.find("2 ProfilerStep markers on thread 1; each holds 3 iterations (each starts at `") == 0);
+  CHECK(analysis.step_note.find("counted as 6 steps") != std::string::npos);
+  CHECK(analysis.steps[1].start_ns == clock.at(1000));
+  CHECK(analysis.steps[2].end_ns == clock.at(3000));  // the last iteration closes with its ProfilerStep
+  CHECK(analysis.steps[3].number == 2);               // numbered by their ProfilerStep
+  CHECK(analysis.steps[3].marker == find_event(timeline, "ProfilerStep#2"));
+
+  // Different counts per step are ambiguous: the steps stay whole.
+  TraceBuilder uneven(Era::Kineto2023);
+  uneven.annotation("ProfilerStep#1", 0, 3000);
+  for (int k = 0; k < 3; ++k) iteration(uneven, 1000.0 * k, 100, kLoader);
+  uneven.annotation("ProfilerStep#2", 3000, 3000);
+  for (int k = 0; k < 2; ++k) iteration(uneven, 3000 + 1000.0 * k, 100, kLoader);
+  Timeline timeline2 = uneven.load();
+  CHECK(analyze(timeline2).steps.size() == 2);
+}
+
+TEST_CASE("steps: leading warm-up steps and a cut-short last step are left out of per-step figures") {
+  TraceBuilder trace(Era::Kineto2023);
+  // Step 1 is 3x the others; step 6 holds only the profiler's stop.
+  double t = 0;
+  for (int s = 1; s <= 5; ++s) {
+    double length = s == 1 ? 3000 : 1000;
+    trace.annotation("ProfilerStep#" + std::to_string(s), t, length);
+    trace.cpu_op("aten::mm", t + 10, 50);
+    trace.launch("gemm", t + 20, 5, t + 30, 400);
+    trace.launch("relu", t + 40, 5, t + 430, 50);
+    t += length;
+  }
+  trace.annotation("ProfilerStep#6", t, 20);
+  Timeline timeline = trace.load();
+  Analysis analysis = analyze(timeline);
+  REQUIRE(analysis.steps.size() == 6);
+  CHECK(analysis.steps[0].warmup);
+  CHECK_FALSE(analysis.steps[1].warmup);
+  CHECK(analysis.steps[5].partial);
+  CHECK(analysis.steady_step_count() == 4);
+  CHECK(analysis.warmup_step_count() == 1);
+  CHECK(analysis.step_period_ns() == doctest::Approx(us(1000)));
+  CHECK(analysis.median_step_ns() == doctest::Approx(us(1000)));
+  CHECK(analysis.warmup_note ==
+        "1 leading step (3.000 ms in all, against a steady period of 1.000 ms) are warm-up, left out of the "
+        "per-step figures");
+  Summary summary = summarize(analysis);
+  CHECK(summary.steady_steps == 4);
+  CHECK(summary.last_step_partial);
+  CHECK(summary.kernels_per_step == doctest::Approx(2.0));
+  // Steady windows: 4 x 1000 us with 450 us of kernels each (gemm 400 + relu 50).
+  CHECK(summary.gpu_busy_pct == doctest::Approx(45.0));
+  CHECK(summary.compute_busy_pct == doctest::Approx(45.0));
+  CHECK(summary.idle_pct == doctest::Approx(55.0));
+
+  // A long first step with one-off work is warm-up even with one step after it.
+  TraceBuilder two(Era::Kineto2023);
+  two.annotation("ProfilerStep#1", 0, 1200);
+  two.runtime("cudaMalloc", 10, 100, -1);
+  two.launch("gemm", 200, 5, 210, 400);
+  two.annotation("ProfilerStep#2", 1200, 1000);
+  two.launch("gemm", 1210, 5, 1220, 400);
+  Timeline timeline2 = two.load();
+  Analysis analysis2 = analyze(timeline2);
+  REQUIRE(analysis2.steps.size() == 2);
+  CHECK(analysis2.steps[0].warmup);
+  CHECK(analysis2.warmup_note.find("1 one-off call such as cudaMalloc/cudaFree or cuDNN autotuning") !=
+        std::string::npos);
+}
