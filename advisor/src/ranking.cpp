@@ -74,7 +74,9 @@ bool is_failing(const Report& report, const TraceReport& trace, size_t finding_i
   auto at_least = [](Severity s, Severity threshold) {
     return static_cast<int>(s) >= static_cast<int>(threshold);
   };
-  return is_new && at_least(finding.severity, report.fail_on);
+  // A finding that saves nothing measurable (0.000 ms: facts such as warm-up or memory headroom) informs
+  // but never fails a gate.
+  return is_new && at_least(finding.severity, report.fail_on) && finding.saving_ms_per_step >= 0.0005;
 }
 
 size_t Report::failing_count() const {

@@ -158,7 +158,9 @@ class Evaluator {
       group_ = g;
       group_values_.assign(rule.metrics.size(), std::nullopt);
       if (rule.when && !holds(*rule.when)) continue;
-      findings.push_back(make_finding(info, rule, options));
+      Finding finding = make_finding(info, rule, options);
+      if (below_noise_floor_) continue;
+      findings.push_back(std::move(finding));
     }
     std::stable_sort(findings.begin(), findings.end(),
                      [](const Finding& x, const Finding& y) { return x.saving_ms_per_step > y.saving_ms_per_step; });
@@ -889,6 +891,22 @@ class Evaluator {
     finding.saving_pct = step_period_ms_ > 0 ? finding.saving_ms_per_step / step_period_ms_ * 100.0 : 0.0;
     finding.saving_method = rule.saving_method;
     finding.confidence = rule.confidence;
+    // The noise floor: a rule that estimates a saving reports only savings above both minimums (rules
+    // whose saving is 0 by design report facts, never fail a gate, and are exempt).
+    below_noise_floor_ = false;
+    const bool estimates_saving =
+        std::any_of(rule.saving.begin(), rule.saving.end(), [](const SavingTerm& t) { return t.factor != 0; });
+    if (estimates_saving) {
+      double min_ms = 0, min_pct = 0;
+      for (size_t t = 0; t < rule.thresholds.size(); ++t) {
+        if (rule.thresholds[t].name == kMinSavingMs) min_ms = thresholds_[t];
+        if (rule.thresholds[t].name == kMinSavingPct) min_pct = thresholds_[t];
+      }
+      if (finding.saving_ms_per_step < min_ms || finding.saving_pct < min_pct) {
+        below_noise_floor_ = true;
+        return finding;  // claims nothing
+      }
+    }
     finding.message = render(rule.message, finding.site);
 
     // Claim the ledger gaps this finding counted, so later rules cannot count them again.
@@ -916,6 +934,7 @@ class Evaluator {
 
   const CompiledRule* rule_ = nullptr;
   std::vector<double> thresholds_;
+  bool below_noise_floor_ = false;
   std::vector<std::vector<EventIndex>> selected_;
   std::vector<TrackIndex> indexes_;
   std::vector<bool> indexed_;

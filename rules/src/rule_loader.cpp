@@ -217,6 +217,7 @@ class RuleCompiler {
     }
 
     compile_thresholds(rule);
+    add_noise_floor(rule);
     compile_selections(rule);
     compile_group(rule);
     declare_metrics(rule);
@@ -263,6 +264,25 @@ class RuleCompiler {
       threshold.doc = r_.text(it->second["doc"], key + ".doc");
       declare_name(it->first, key, name);
       rule.thresholds.push_back(std::move(threshold));
+    }
+  }
+
+  // The noise floor every rule with a saving has (docs/RULE_LANGUAGE.md "Noise floor"); a rule file may
+  // set its own values under the same names, and a configuration may override them like any threshold.
+  static void add_noise_floor(CompiledRule& rule) {
+    auto declared = [&rule](const char* name) {
+      return std::any_of(rule.thresholds.begin(), rule.thresholds.end(),
+                         [name](const Threshold& t) { return t.name == name; });
+    };
+    if (!declared(kMinSavingMs)) {
+      rule.thresholds.push_back({kMinSavingMs, kDefaultMinSavingMs, "ms per step",
+                                 "Noise floor: a finding must save at least this much per step (default for every "
+                                 "rule with a saving)."});
+    }
+    if (!declared(kMinSavingPct)) {
+      rule.thresholds.push_back({kMinSavingPct, kDefaultMinSavingPct, "% of step",
+                                 "Noise floor: and at least this share of the step period (default for every rule "
+                                 "with a saving)."});
     }
   }
 
@@ -869,7 +889,7 @@ class RuleCompiler {
     if (!node.IsSequence()) r_.fail(node, "tests", "expected a list of {trace, findings, expect}");
     fs::path base = fs::path(r_.file()).parent_path();
     for (const auto& item : node) {
-      r_.expect_map(item, "tests", {"trace", "findings", "expect"});
+      r_.expect_map(item, "tests", {"trace", "findings", "expect", "thresholds"});
       if (!item["trace"] || !item["findings"]) r_.fail(item, "tests", "expected {trace: FILE, findings: COUNT}");
       RuleTest test;
       test.trace = (base / r_.text(item["trace"], "tests.trace")).lexically_normal().string();
@@ -878,6 +898,16 @@ class RuleCompiler {
         r_.fail(item["findings"], "tests.findings", "expected a count");
       }
       test.findings = static_cast<size_t>(findings);
+      if (auto overrides = item["thresholds"]) {
+        if (!overrides.IsMap()) r_.fail(overrides, "tests.thresholds", "expected a map of threshold name to number");
+        for (auto it = overrides.begin(); it != overrides.end(); ++it) {
+          std::string name = r_.scalar(it->first, "tests.thresholds");
+          bool known = std::any_of(rule.thresholds.begin(), rule.thresholds.end(),
+                                   [&name](const Threshold& t) { return t.name == name; });
+          if (!known) r_.fail(it->first, "tests.thresholds." + name, "not a threshold of this rule");
+          test.thresholds[name] = r_.number(it->second, "tests.thresholds." + name);
+        }
+      }
       if (auto expect = item["expect"]) {
         if (!expect.IsSequence()) r_.fail(expect, "tests.expect", "expected a list of expected findings");
         for (const auto& entry : expect) {

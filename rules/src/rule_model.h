@@ -101,6 +101,12 @@ struct Metric {
   double literal = 0;    // Literal
 };
 
+// Names and defaults of the noise floor (an absolute and a relative minimum saving per step).
+inline constexpr const char* kMinSavingMs = "min_saving_ms";
+inline constexpr const char* kMinSavingPct = "min_saving_pct";
+inline constexpr double kDefaultMinSavingMs = 0.01;
+inline constexpr double kDefaultMinSavingPct = 0.5;
+
 struct Threshold {
   std::string name;
   double value = 0;

@@ -449,13 +449,29 @@ def summarize(path):
                 continue
             break
     steady = [i for i in range(n) if not excluded[i]]
+    # Windows tile time from each step's period start (the GPU's first launched op when the GPU's median
+    # period is the longer, else the host start) to the next one's; the last for its period.
+    gpu_periods = []
+    host_periods = []
+    for i, st in enumerate(steps):
+        host_periods.append(steps[i + 1]["start"] - st["start"] if i + 1 < n else st["end"] - st["start"])
+        if first_launched[i] is None:
+            gpu_periods.append(0)
+        elif i + 1 < n and first_launched[i + 1] is not None:
+            gpu_periods.append(first_launched[i + 1] - first_launched[i])
+        else:
+            gpu_periods.append(st["gpu_end"] - first_launched[i])
+    gpu_paced = sorted(gpu_periods)[n // 2] > sorted(host_periods)[n // 2]
+    base = [first_launched[i] if gpu_paced and first_launched[i] is not None else st["start"]
+            for i, st in enumerate(steps)]
     windows = []
     cursor = None
-    for i, st in enumerate(steps):
-        a = span_start(st) if cursor is None else max(span_start(st), cursor)
-        b = max(span_end(st), a)
+    for i in range(n):
+        a = base[i] if cursor is None else max(base[i], cursor)
+        b = base[i + 1] if i + 1 < n else base[i] + periods[i]
+        b = max(a, b)
         windows.append((a, b))
-        cursor = b if cursor is None else max(cursor, b)
+        cursor = b
     intervals = sorted((ns(e["ts"]), ns(e["ts"]) + max(0, ns(e.get("dur", 0)))) for e in gpu_ops)
     merged = []
     for a, b in intervals:

@@ -298,12 +298,16 @@ void compute_busy(const Timeline& timeline, Analysis& analysis) {
 
 void compute_step_windows(Analysis& analysis) {
   analysis.step_windows.clear();
+  // Windows tile time step after step, each from its period start to the next one's (the last for its
+  // period), so no window is longer than its step's period and no idle nanosecond is in two steps.
+  const std::vector<Step>& steps = analysis.steps;
   int64_t cursor = std::numeric_limits<int64_t>::min();
-  for (const Step& step : analysis.steps) {
-    int64_t start = std::max(step.span_start(), cursor);
-    int64_t end = std::max(step.span_end(), start);
+  for (size_t k = 0; k < steps.size(); ++k) {
+    int64_t start = std::max(steps[k].period_start_ns, cursor);
+    int64_t end = k + 1 < steps.size() ? steps[k + 1].period_start_ns : steps[k].period_start_ns + steps[k].period_ns;
+    end = std::max(end, start);
     analysis.step_windows.push_back({start, end});
-    cursor = std::max(cursor, end);
+    cursor = end;
   }
 }
 

@@ -300,6 +300,7 @@ void measure_periods(const Timeline& timeline, const NameClasses& names, Analysi
   for (size_t k = 0; k < n; ++k) {
     if (gpu_first[k] < 0) gpu_first[k] = steps[k].gpu_start_ns;
   }
+  std::vector<int64_t> host_periods, gpu_periods;
   for (size_t k = 0; k < n; ++k) {
     Step& step = steps[k];
     int64_t host = k + 1 < n ? steps[k + 1].start_ns - step.start_ns : step.end_ns - step.start_ns;
@@ -308,6 +309,17 @@ void measure_periods(const Timeline& timeline, const NameClasses& names, Analysi
       gpu = k + 1 < n && gpu_first[k + 1] >= 0 ? gpu_first[k + 1] - gpu_first[k] : step.gpu_end_ns - gpu_first[k];
     }
     step.period_ns = std::max<int64_t>(0, std::max(host, gpu));
+    host_periods.push_back(host);
+    gpu_periods.push_back(gpu_first[k] >= 0 ? gpu : 0);
+  }
+  // One time base for all steps, so that windows tile time: the GPU's when it sets the pace.
+  auto middle = [](std::vector<int64_t> v) {
+    std::sort(v.begin(), v.end());
+    return v.empty() ? 0 : v[v.size() / 2];
+  };
+  const bool gpu_paced = middle(gpu_periods) > middle(host_periods);
+  for (size_t k = 0; k < n; ++k) {
+    steps[k].period_start_ns = gpu_paced && gpu_first[k] >= 0 ? gpu_first[k] : steps[k].start_ns;
   }
   if (n < 2) return;
   // The last step has no successor to measure against: when profiling stopped inside it, it holds far

@@ -31,6 +31,7 @@ struct RuleTest {
   std::string trace;  // absolute path (resolved against the rule file's directory)
   size_t findings = 0;  // exact number of findings this rule reports on the trace
   std::vector<RuleTestFinding> expect;  // checked in order against the findings ranked by saving
+  std::map<std::string, double> thresholds;  // threshold overrides for this fixture (e.g. the noise floor)
 };
 
 struct CompiledRule;  // private to rules/

@@ -14,7 +14,7 @@ using namespace ptadvise;
 
 namespace {
 
-// Two site-grouping rules without thresholds, so both recordings report every site they contain.
+// Two site-grouping rules without thresholds or noise floor, so both recordings report every site they contain.
 const char* kCopyRule = R"(id: PTX902
 name: copies-by-site
 severity: info
@@ -22,6 +22,9 @@ tags: [test-memcpy]
 summary: Every host-device copy site.
 fix: none
 docs: {what: a, why: b, example: c, fix: d}
+thresholds:
+  min_saving_ms: {value: 0, doc: every site}
+  min_saving_pct: {value: 0, doc: every site}
 select:
   copies: {kind: memcpy, in_step: true}
 group: {select: copies, by: [op, kernel, source]}
@@ -35,6 +38,9 @@ tags: [test-kernels]
 summary: Every kernel site.
 fix: none
 docs: {what: a, why: b, example: c, fix: d}
+thresholds:
+  min_saving_ms: {value: 0, doc: every site}
+  min_saving_pct: {value: 0, doc: every site}
 select:
   kernels: {kind: kernel, in_step: true}
 group: {select: kernels, by: [op, kernel, source]}

@@ -68,3 +68,14 @@ TEST_CASE("failing findings respect fail-on and the baseline") {
   report.traces[0].new_finding[0] = false;
   CHECK(report.failing_count() == 3);
 }
+
+TEST_CASE("a finding that saves nothing measurable never fails a gate") {
+  Report report = testing::sample_report();
+  report.fail_on = Severity::Info;
+  CHECK(report.failing_count() == 5);
+  report.traces[0].findings[0].severity = Severity::Error;
+  report.traces[0].findings[0].saving_ms_per_step = 0.0004;  // prints as 0.000 ms
+  CHECK(report.failing_count() == 4);
+  report.traces[0].findings[0].saving_ms_per_step = 0.0005;
+  CHECK(report.failing_count() == 5);
+}

@@ -72,5 +72,5 @@ TEST_CASE("per-rule overrides resolve names to ids and check threshold names") {
   CHECK(resolve_error(rules, "fail-on: info\nrules:\n  delta: {severity: error}\n") ==
         "cfg.yaml:3:3: rules: 'delta' is not a rule id or name");
   CHECK(resolve_error(rules, "rules:\n  alpha:\n    thresholds: {min_cnt: 2}\n") ==
-        "cfg.yaml:2:3: rules.alpha.thresholds: 'min_cnt' is not a threshold of PTX001 (it has min_count)");
+        "cfg.yaml:2:3: rules.alpha.thresholds: 'min_cnt' is not a threshold of PTX001 (it has min_count, min_saving_ms, min_saving_pct)");
 }

@@ -283,3 +283,15 @@ TEST_CASE("check: a directory of per-rank traces reports each rank; baselines an
   CHECK(std::filesystem::exists(dir.file("out.rank1.json")));
   CHECK(ptadvise_cli(check(dir) + "--baseline base.yaml '" + dir.file("ranks") + "'", dir.path()).exit_code == 0);
 }
+
+TEST_CASE("check: a 130 ns toy trace gets no warning (the noise floor)") {
+  const std::string toy = std::string(PTADVISE_SHARED_DIR) + "/traces/kineto__docs__traces__before_fix_trace.json";
+  if (!std::filesystem::exists(toy)) {
+    MESSAGE("skipped: " << toy << " is absent (the shared traces live beside the project)");
+    return;
+  }
+  TempDir dir;
+  Run run = ptadvise_cli("check --fail-on info '" + toy + "'", dir.path());
+  CHECK(run.exit_code == 0);
+  CHECK(run.out.find("No findings.") != std::string::npos);
+}

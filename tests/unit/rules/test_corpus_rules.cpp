@@ -42,30 +42,33 @@ struct Reviewed {
 const std::vector<Reviewed>& reviewed_traces() {
   static const std::vector<Reviewed> reviewed = {
       // ResNet-50 on a V100-era PyTorch 1.8, DataLoader(num_workers=0) and its num_workers=4 twin (two samples).
+      // The blocking batch copy (PTA108) and zero_grad (PTA109) save 0.1-0.6% of a 120-215 ms step: at or
+      // below the noise floor (0.5%), they are reported only where they reach it.
       {"kineto__plugin__samples__resnet50_num_workers_0__worker0.pt.trace.json.gz",
-       {"PTA104", "PTA106", "PTA107", "PTA108", "PTA109", "PTA110"}},
-      {"kineto__plugin__samples__resnet50_num_workers_4__worker0.pt.trace.json.gz",
-       {"PTA104", "PTA107", "PTA108", "PTA109", "PTA110"}},
+       {"PTA104", "PTA106", "PTA107", "PTA110"}},
+      {"kineto__plugin__samples__resnet50_num_workers_4__worker0.pt.trace.json.gz", {"PTA104", "PTA107", "PTA110"}},
       {"kineto__tb_plugin__samples__resnet50_num_workers_0__worker0.pt.trace.json.gz",
-       {"PTA104", "PTA106", "PTA107", "PTA108", "PTA109", "PTA110"}},
-      {"kineto__tb_plugin__samples__resnet50_num_workers_4__worker0.pt.trace.json.gz",
-       {"PTA104", "PTA107", "PTA108", "PTA109", "PTA110"}},
+       {"PTA104", "PTA106", "PTA107", "PTA110"}},
+      {"kineto__tb_plugin__samples__resnet50_num_workers_4__worker0.pt.trace.json.gz", {"PTA104", "PTA107", "PTA108"}},
       // ResNet training in fp32 on a V100 with foreach SGD and set_to_none.
       {"HTA__tests__data__ns_resolution_trace__rank-0.Apr_03_18_51_38.1102.pt.trace.json.gz", {"PTA105"}},
       // Hugging Face inference on an H100 (bf16), one profiled step each; the harness synchronises every step.
-      {"TraceLens__tests__traces__h100__Qwen_Qwen1.5-0.5B-Chat__1016005.json.gz",
-       {"PTA102", "PTA102", "PTA111", "PTA111"}},
+      // Below the noise floor: Qwen's attention-mask sync (0.16 ms, 0.3%) and two objects built per step
+      // (0.01 ms), timesformer's blocking input copy (0.17 ms, 0.05%).
+      {"TraceLens__tests__traces__h100__Qwen_Qwen1.5-0.5B-Chat__1016005.json.gz", {"PTA102"}},
       {"TraceLens__tests__traces__h100__facebook_timesformer-base-finetuned-k400__1016002.json.gz",
-       {"PTA102", "PTA102", "PTA108", "PTA117"}},
+       {"PTA102", "PTA102", "PTA117"}},
       {"TraceLens__tests__traces__h100__gaunernst_bert-small-uncased__1016001.json.gz",
        {"PTA102", "PTA102", "PTA103", "PTA104", "PTA117"}},
+      // PTA118 (memory underused) estimates no saving here (0 ms): below the noise floor.
       {"TraceLens__tests__traces__h100__Falconsai_nsfw_image_detection__1016002.json.gz",
-       {"PTA102", "PTA103", "PTA104", "PTA118"}},
+       {"PTA102", "PTA103", "PTA104"}},
       // Apex FusedAdam training on an A100: no per-tensor optimizer kernels.
       {"HTA__tests__data__negative_queue_length_values_check__rank0.json.gz", {"PTA101", "PTA102", "PTA104"}},
       // Small training loop on a Quadro GP100 with zero_grad() filling gradients.
+      // zero_grad's in-place zeroing saves 0.008 ms per step: below the 0.01 ms floor.
       {"HTA__tests__data__with_gpu_user_annotation__step_based_trace_2543932.json.gz",
-       {"PTA101", "PTA101", "PTA103", "PTA104", "PTA109"}},
+       {"PTA101", "PTA101", "PTA103", "PTA104"}},
       // A CPU-only trace: nothing to report.
       {"HTA__tests__data__cpu_only__rank-34.Jul_15_10_52_41.1074.pt.trace.json.gz", {}},
   };
@@ -104,14 +107,11 @@ TEST_CASE("corpus: resnet50's batch copy, zero_grad and SGD of PyTorch 1.8") {
   CHECK(pageable->site.op == "aten::copy_");
   CHECK(pageable->count_per_step == doctest::Approx(2.0));
   CHECK(pageable->time_ms_per_step == doctest::Approx(2.31).epsilon(0.01));
-  // .to(device) without non_blocking: cudaMemcpyAsync then cudaStreamSynchronize, once per step for the images
-  const Finding* blocking = first_of(trace, "PTA108");
-  REQUIRE(blocking != nullptr);
-  CHECK(blocking->count_per_step == doctest::Approx(1.0));
-  // 161 parameter tensors: zeroed in place every step, and updated with 3 kernels each
-  const Finding* zeroing = first_of(trace, "PTA109");
-  REQUIRE(zeroing != nullptr);
-  CHECK(zeroing->count_per_step == doctest::Approx(161.0));
+  // .to(device) without non_blocking (cudaMemcpyAsync then cudaStreamSynchronize) and zero_grad's 161 in-place
+  // zeroings are real, but save 0.25 ms of a 215 ms step each: below the noise floor.
+  CHECK(first_of(trace, "PTA108") == nullptr);
+  CHECK(first_of(trace, "PTA109") == nullptr);
+  // 161 parameter tensors updated with 3 kernels each
   const Finding* single_tensor = first_of(trace, "PTA110");
   REQUIRE(single_tensor != nullptr);
   CHECK(single_tensor->count_per_step == doctest::Approx(483.0));
@@ -120,15 +120,16 @@ TEST_CASE("corpus: resnet50's batch copy, zero_grad and SGD of PyTorch 1.8") {
 TEST_CASE("corpus: sites with Python stacks point at the library lines that cause them") {
   if (!corpus_present()) return;
   CheckedTrace qwen = testing::check_trace(kCorpus + "TraceLens__tests__traces__h100__Qwen_Qwen1.5-0.5B-Chat__1016005.json.gz");
-  std::set<std::string> built;
-  for (const Finding* finding : qwen.of_rule("PTA111")) built.insert(source_of(*finding));
-  CHECK(built == std::set<std::string>{"transformers/cache_utils.py:34", "transformers/models/qwen2/modeling_qwen2.py:503"});
+  const Finding* harness = first_of(qwen, "PTA102");
+  REQUIRE(harness != nullptr);
+  CHECK(harness->site.op == "cudaDeviceSynchronize");
+  CHECK(source_of(*harness) == "moca/library/profiling/profile.py:34");
 
   CheckedTrace timesformer = testing::check_trace(
       kCorpus + "TraceLens__tests__traces__h100__facebook_timesformer-base-finetuned-k400__1016002.json.gz");
-  const Finding* copy = first_of(timesformer, "PTA108");
-  REQUIRE(copy != nullptr);
-  CHECK(source_of(*copy) == "transformers/pipelines/base.py:1173");
+  std::set<std::string> syncs;
+  for (const Finding* finding : timesformer.of_rule("PTA102")) syncs.insert(source_of(*finding));
+  CHECK(syncs == std::set<std::string>{"moca/library/profiling/profile.py:34", "transformers/pipelines/base.py:1173"});
   const Finding* unaligned = first_of(timesformer, "PTA117");
   REQUIRE(unaligned != nullptr);
   CHECK(unaligned->site.op == "aten::bmm");  // attention over 3137 tokens: [96, 64, 3137] operands

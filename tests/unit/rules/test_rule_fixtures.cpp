@@ -86,6 +86,7 @@ TEST_CASE("every rule reports exactly the findings its fixtures declare") {
       ptadvise::Analysis analysis = ptadvise::analyze(timeline);
       ptadvise::EvaluateOptions only;
       only.only = {info.id};
+      if (!test.thresholds.empty()) only.thresholds[info.id] = test.thresholds;
       auto findings = ptadvise::evaluate(rules, analysis, only);
       std::string messages;
       for (const auto& finding : findings) messages += "\n  " + finding.message;

@@ -56,9 +56,14 @@ TEST_CASE("a valid rule loads with its metadata and thresholds") {
   CHECK(info.severity == ptadvise::Severity::Warning);
   CHECK(info.tags == std::vector<std::string>{"sync"});
   CHECK(info.docs.what == "w");
-  REQUIRE(info.thresholds.size() == 1);
+  REQUIRE(info.thresholds.size() == 3);
   CHECK(info.thresholds[0].name == "min_count");
   CHECK(info.thresholds[0].value == 1);
+  // Every rule gets the noise floor unless it sets its own.
+  CHECK(info.thresholds[1].name == "min_saving_ms");
+  CHECK(info.thresholds[1].value == 0.01);
+  CHECK(info.thresholds[2].name == "min_saving_pct");
+  CHECK(info.thresholds[2].value == 0.5);
   CHECK(info.saving_method == "own time");
   CHECK(set.find("pta901") == &info);
   CHECK(set.find("TEST-RULE") == &info);

@@ -20,7 +20,10 @@ std::string scenario(const std::string& name) {
   return std::string(PTADVISE_SOURCE_DIR) + "/testdata/scenarios/" + name + ".json.gz";
 }
 
-CheckedTrace check_scenario(const std::string& name) { return testing::check_trace(scenario(name)); }
+CheckedTrace check_scenario(const std::string& name,
+                            const std::map<std::string, std::map<std::string, double>>& thresholds = {}) {
+  return testing::check_trace(scenario(name), thresholds);
+}
 
 // The one finding of `rule` on `trace`; fails the test when there is not exactly one.
 const Finding& only(const CheckedTrace& trace, const std::string& rule) {
@@ -52,7 +55,7 @@ const std::vector<Expected>& expected_findings() {
       {"06_pageable_batch_copy", {"PTA107"}},
       {"07_zero_grad_without_set_to_none", {"PTA109"}},
       {"08_fp32_on_v100", {"PTA105"}},
-      {"09_blocking_batch_copy", {"PTA108"}},
+      {"09_blocking_batch_copy", {}},  // 4 µs of a 4.2 ms GPU-bound step: below the noise floor
       {"10_single_tensor_optimizer", {"PTA110"}},
       {"11_conv_bias_before_batchnorm", {"PTA113"}},
       // empty_cache(): the allocator calls and the idle gaps they leave behind that no finding explains.
@@ -62,7 +65,8 @@ const std::vector<Expected>& expected_findings() {
       // one site in forward (with a Python stack), one in backward (autograd thread, none)
       {"15_half_dims_not_multiple_of_8", {"PTA117", "PTA117"}},
       // batch 8: tiny kernels, the idle that is left, and the unused memory that allows a larger batch
-      {"16_small_batch_memory_underused", {"PTA103", "PTA104", "PTA118"}},
+      // The idle PTA118 would claim is the tiny-kernel storm's: nothing left to save, below the noise floor.
+      {"16_small_batch_memory_underused", {"PTA103", "PTA104"}},
       {"17_gpu_memory_nearly_full", {"PTA119"}},
       // step 0's lazy module loading leaves launch-bound idle that only the catch-all explains
       {"18_warmup_in_profiled_window", {"PTA120"}},  // the warm-up step's idle is in no per-step figure
@@ -164,7 +168,9 @@ TEST_CASE("scenario 08: fp32 convolutions and matmuls on a V100 leave the Tensor
 }
 
 TEST_CASE("scenario 09: the batch copied without non_blocking waits for the stream") {
-  CheckedTrace trace = check_scenario("09_blocking_batch_copy");
+  // In this GPU-bound loop the wait costs 4 µs per step: the default noise floor keeps it out of reports.
+  CHECK(check_scenario("09_blocking_batch_copy").of_rule("PTA108").empty());
+  CheckedTrace trace = check_scenario("09_blocking_batch_copy", {{"PTA108", {{"min_saving_ms", 0}, {"min_saving_pct", 0}}}});
   const Finding& blocking = only(trace, "PTA108");
   CHECK(blocking.site.op == "aten::copy_");
   CHECK(blocking.count_per_step == doctest::Approx(1.0));  // the 12.6 MB images; the 512 B targets are not a batch
@@ -228,8 +234,10 @@ TEST_CASE("scenario 15: a 1001-class bf16 head: the forward addmm at train.py:41
 }
 
 TEST_CASE("scenario 16: batch 8 leaves the GPU idle 60% of the step with 93% of its memory free") {
-  CheckedTrace trace = check_scenario("16_small_batch_memory_underused");
+  CheckedTrace trace =
+      check_scenario("16_small_batch_memory_underused", {{"PTA118", {{"min_saving_ms", 0}, {"min_saving_pct", 0}}}});
   const Finding& underused = only(trace, "PTA118");
+  CHECK(underused.saving_ms_per_step == 0.0);  // the storm claimed that idle first
   CHECK(underused.message.find("busy 39.4% of the step") != std::string::npos);
   CHECK(underused.message.find("2.77 GiB") != std::string::npos);
   if (testing::shipped("PTA103")) CHECK(only(trace, "PTA103").saving_ms_per_step > 0.5);

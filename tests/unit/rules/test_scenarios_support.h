@@ -59,13 +59,16 @@ struct CheckedTrace {
   }
 };
 
-inline CheckedTrace check_trace(const std::string& path) {
+inline CheckedTrace check_trace(const std::string& path,
+                                const std::map<std::string, std::map<std::string, double>>& thresholds = {}) {
   CheckedTrace checked;
   auto loaded = load_trace_file(path);
   if (const auto* error = std::get_if<LoadError>(&loaded)) FAIL(path << " does not load: " << error->message);
   checked.timeline = std::make_unique<Timeline>(std::move(std::get<Timeline>(loaded)));
   checked.analysis = analyze(*checked.timeline);
-  checked.findings = evaluate(shipped_rules(), checked.analysis);
+  EvaluateOptions options;
+  options.thresholds = thresholds;
+  checked.findings = evaluate(shipped_rules(), checked.analysis, options);
   return checked;
 }
 

@@ -27,6 +27,9 @@ struct Step {
   // to the next step's first GPU op) when that is longer (the GPU is the bottleneck and the host runs
   // ahead). The last step, which has no successor, uses its CPU interval or its GPU extent.
   int64_t period_ns = 0;
+  // Where the period is measured from: the host start, or — when the GPU sets the pace (its median period
+  // is the longer) — the start of the step's first launched GPU op. Ledger windows run from here.
+  int64_t period_start_ns = 0;
   bool warmup = false;   // a leading step dominated by one-off work: excluded from every per-step figure
   bool partial = false;  // the last step, cut short by the end of profiling: excluded likewise
   int64_t span_start() const;  // min(start, gpu_start)
