@@ -25,7 +25,11 @@ def main():
     steps = int(sys.argv[1]) if len(sys.argv) > 1 else 8
     torch.manual_seed(0)
     torch.autograd.set_detect_anomaly(True)
-    model = torch.nn.Sequential(torch.nn.Linear(32, 64), torch.nn.ReLU(), torch.nn.Linear(64, 4))
+    # Deep enough that anomaly mode's per-node checks cost a measurable share of the step (the noise floor).
+    layers = [torch.nn.Linear(32, 64), torch.nn.ReLU()]
+    for _ in range(16):
+        layers += [torch.nn.Linear(64, 64), torch.nn.ReLU()]
+    model = torch.nn.Sequential(*layers, torch.nn.Linear(64, 4))
     optimizer = torch.optim.SGD(model.parameters(), lr=0.05)
     loader = DataLoader(SlowDataset(), batch_size=16, shuffle=False, num_workers=0)
     loss_function = torch.nn.CrossEntropyLoss()
