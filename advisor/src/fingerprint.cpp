@@ -46,6 +46,23 @@ std::string stable_file(std::string_view path) {
 
 bool is_step_marker(std::string_view name) { return name.rfind("ProfilerStep#", 0) == 0; }
 
+bool is_identifier_char(char c) { return is_alnum(c) || c == '_'; }
+
+// PyTorch names its own ranges `what#Class.method` (enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__,
+// Optimizer.step#SGD.step): the class is what a fix changes (num_workers=0 -> 2 swaps the iterator class,
+// fused=True the optimizer's), so a fingerprint keeps `what#method` only.
+std::string stable_op(std::string_view name) {
+  std::string normal = normalize_name(name);
+  size_t hash = normal.rfind('#');
+  if (hash == std::string::npos) return normal;
+  size_t dot = normal.find('.', hash);
+  if (dot == std::string::npos || dot == hash + 1 || dot + 1 >= normal.size()) return normal;
+  for (size_t i = hash + 1; i < normal.size(); ++i) {
+    if (i != dot && !is_identifier_char(normal[i])) return normal;
+  }
+  return normal.substr(0, hash + 1) + normal.substr(dot + 1);
+}
+
 }  // namespace
 
 std::string normalize_name(std::string_view name) {
@@ -125,7 +142,7 @@ std::string describe_site(const Site& site) {
 
 std::string fingerprint(const Finding& finding) {
   uint64_t h = fnv1a(finding.rule_id);
-  h = fnv1a("\x1f" + normalize_name(finding.site.op), h);
+  h = fnv1a("\x1f" + stable_op(finding.site.op), h);
   h = fnv1a("\x1f" + normalize_name(finding.site.kernel), h);
   if (finding.site.source) {
     // The user's file and function identify the site; the op chain above it varies with versions.
@@ -134,7 +151,7 @@ std::string fingerprint(const Finding& finding) {
   } else {
     for (const auto& op : finding.site.op_chain) {
       if (is_step_marker(op)) continue;  // present or not depending on the profiler schedule
-      h = fnv1a("\x1e" + normalize_name(op), h);
+      h = fnv1a("\x1e" + stable_op(op), h);
     }
   }
   char out[17];

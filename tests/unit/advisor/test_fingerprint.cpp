@@ -76,3 +76,29 @@ TEST_CASE("a copied or moved string pool keeps valid views (Timelines are copied
   CHECK(copy.view(id).data() != pool.view(id).data());
   static_assert(std::is_nothrow_move_constructible_v<Timeline>);
 }
+
+TEST_CASE("fingerprint survives the fix: PyTorch's `what#Class.method` ranges keep `what#method`") {
+  Finding stall = testing::sample_findings()[2];
+  stall.rule_id = "PTA106";
+  stall.site.source.reset();
+  stall.site.kernel.clear();
+  stall.site.op_chain.clear();
+  stall.site.op = "enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__";
+  Finding with_workers = stall;
+  with_workers.site.op = "enumerate(DataLoader)#_MultiProcessingDataLoaderIter.__next__";  // num_workers=0 -> 2
+  CHECK(fingerprint(stall) == fingerprint(with_workers));
+  Finding fused = stall;
+  fused.site.op = "Optimizer.step#SGD.step";
+  Finding adam = fused;
+  adam.site.op = "Optimizer.step#FusedAdam.step";
+  CHECK(fingerprint(fused) == fingerprint(adam));
+  // Another method of the same range is another site; names without the shape are left alone.
+  Finding zero_grad = fused;
+  zero_grad.site.op = "Optimizer.zero_grad#SGD.zero_grad";
+  CHECK(fingerprint(fused) != fingerprint(zero_grad));
+  Finding op = stall;
+  op.site.op = "aten::copy_";
+  Finding other = stall;
+  other.site.op = "aten::mm";
+  CHECK(fingerprint(op) != fingerprint(other));
+}
