@@ -116,7 +116,7 @@ TraceReport analyse_trace(const Timeline& timeline, const RuleSet& rules, const 
   trace.step_ms = summary.median_step_ms;
   trace.gpu_busy_pct = summary.gpu_busy_pct;
   trace.warnings = timeline.stats.warnings;
-  trace.findings = evaluate(rules, analysis, selection);
+  trace.findings = evaluate(rules, analysis, selection, &trace.coverage);
   for (auto& finding : trace.findings) {
     if (finding.trace_path.empty()) finding.trace_path = timeline.path;
     if (!finding.trace_rank) finding.trace_rank = timeline.rank;

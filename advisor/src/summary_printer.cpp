@@ -32,10 +32,13 @@ std::string pad_left(std::string text, size_t width) {
 
 std::string device_line(const DeviceInfo& device) {
   std::string line = "GPU " + std::to_string(device.id);
-  line += ": " + (device.name.empty() ? std::string("(unnamed device)") : device.name);
+  line += ": " + (device.name.empty() ? (device.vendor.empty() ? std::string("(unnamed device)")
+                                                                   : "(unnamed " + device.vendor + " device)")
+                                       : device.name);
   std::string details;
   if (device.compute_major >= 0) {
     details += "cc " + std::to_string(device.compute_major) + "." + std::to_string(std::max(device.compute_minor, 0));
+    if (device.compute_inferred) details += " from kernel names";
   }
   if (device.total_global_mem > 0) {
     if (!details.empty()) details += ", ";

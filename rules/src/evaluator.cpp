@@ -965,9 +965,23 @@ bool mentions(const std::vector<std::string>& list, const RuleInfo& info) {
 
 }  // namespace
 
-std::vector<Finding> evaluate(const RuleSet& rules, const Analysis& analysis, const EvaluateOptions& options) {
+std::vector<Finding> evaluate(const RuleSet& rules, const Analysis& analysis, const EvaluateOptions& options,
+                              Coverage* coverage) {
   std::vector<Finding> findings;
   if (analysis.timeline == nullptr) return findings;
+  // What this trace offers the rules.
+  const Timeline& timeline = *analysis.timeline;
+  const bool has_gpu = !analysis.devices.empty();
+  bool has_stacks = false;
+  for (EventKind kind : timeline.events.kind) {
+    if (kind == EventKind::PythonFunction) {
+      has_stacks = true;
+      break;
+    }
+  }
+  bool has_properties = false;
+  for (const DeviceInfo& device : timeline.devices) has_properties = has_properties || device.compute_major >= 0;
+  Coverage counted;
   std::vector<uint8_t> claimed(analysis.idle.size(), 0);
   Evaluator evaluator(analysis, claimed);
   // Root causes (`order: first`) claim idle time before the rules for its symptoms; catch-all rules
@@ -980,10 +994,24 @@ std::vector<Finding> evaluate(const RuleSet& rules, const Analysis& analysis, co
       if (rule_pass != pass) continue;
       if (!options.only.empty() && !mentions(options.only, info)) continue;
       if (mentions(options.skip, info)) continue;
+      if ((info.needs & kNeedsGpu) && !has_gpu) {
+        ++counted.no_gpu;
+        continue;
+      }
+      if ((info.needs & kNeedsStacks) && !has_stacks) {
+        ++counted.no_stacks;
+        continue;
+      }
+      if ((info.needs & kNeedsDeviceProperties) && !has_properties) {
+        ++counted.no_device_properties;
+        continue;
+      }
+      ++counted.ran;
       auto found = evaluator.run(info, rule, options);
       findings.insert(findings.end(), std::make_move_iterator(found.begin()), std::make_move_iterator(found.end()));
     }
   }
+  if (coverage) *coverage = counted;
   return findings;
 }
 

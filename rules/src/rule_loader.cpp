@@ -231,6 +231,66 @@ class RuleCompiler {
       info.thresholds.push_back({threshold.name, threshold.value, threshold.unit, threshold.doc});
     }
     info.saving_method = rule.saving_method;
+    info.needs = needs_of(rule);
+  }
+
+  // What a trace must hold for the rule to check anything (RuleNeed).
+  static uint8_t needs_of(const CompiledRule& rule) {
+    constexpr uint32_t kGpuKinds = (1u << static_cast<unsigned>(EventKind::Kernel)) |
+                                   (1u << static_cast<unsigned>(EventKind::Memcpy)) |
+                                   (1u << static_cast<unsigned>(EventKind::Memset)) |
+                                   (1u << static_cast<unsigned>(EventKind::Sync)) |
+                                   (1u << static_cast<unsigned>(EventKind::GpuAnnotation));
+    constexpr uint32_t kPython = 1u << static_cast<unsigned>(EventKind::PythonFunction);
+    uint8_t needs = 0;
+    // The kinds a selection can yield, through unions.
+    std::function<uint32_t(size_t)> kinds_of = [&](size_t s) -> uint32_t {
+      const Selection& selection = rule.selections[s];
+      if (selection.union_of.empty()) return selection.kinds == 0 ? ~0u : selection.kinds;
+      uint32_t kinds = 0;
+      for (size_t member : selection.union_of) kinds |= kinds_of(member);
+      return kinds;
+    };
+    if (!rule.selections.empty() && (kinds_of(rule.primary) & ~kGpuKinds) == 0) needs |= kNeedsGpu;
+    // Every built-in value is declared in every rule: only the metrics the rule uses count.
+    std::vector<uint8_t> used(rule.metrics.size(), 0);
+    std::function<void(size_t)> use = [&](size_t m) {
+      if (m >= used.size() || used[m]) return;
+      used[m] = 1;
+      for (size_t operand : rule.metrics[m].operands) use(operand);
+    };
+    std::function<void(const Condition&)> use_condition = [&](const Condition& c) {
+      if (c.kind == Condition::Kind::Compare || c.kind == Condition::Kind::Truthy) {
+        use(c.left);
+        if (c.kind == Condition::Kind::Compare) use(c.right);
+      }
+      for (const Condition& child : c.children) use_condition(child);
+    };
+    if (rule.when) use_condition(*rule.when);
+    for (const SavingTerm& term : rule.saving) {
+      use(term.metric);
+      if (term.when) use_condition(*term.when);
+    }
+    for (const TemplatePart& part : rule.message) {
+      if (part.kind == TemplatePart::Kind::Metric) use(part.metric);
+    }
+    bool idle = false, cpu_fallback = false;
+    for (size_t m = 0; m < rule.metrics.size(); ++m) {
+      if (!used[m]) continue;
+      const Metric& metric = rule.metrics[m];
+      idle = idle || metric.kind == MetricKind::Idle;
+      if (metric.kind == MetricKind::Builtin) {
+        if (metric.builtin == "has_gpu") cpu_fallback = true;
+        if (metric.builtin == "compute_capability" || metric.builtin == "gpu_memory_bytes") {
+          needs |= kNeedsDeviceProperties;
+        }
+      }
+    }
+    if (idle && !cpu_fallback) needs |= kNeedsGpu;
+    for (const Selection& selection : rule.selections) {
+      if (selection.kinds == kPython) needs |= kNeedsStacks;
+    }
+    return needs;
   }
 
  private:

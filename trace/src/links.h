@@ -10,4 +10,8 @@ namespace ptadvise::detail {
 // runtime/driver call by correlation id). Linear in events after the per-track sort.
 void link_timeline(Timeline& timeline);
 
+// Gives every device with GPU activity a DeviceInfo, its vendor, and (NVIDIA, no compute capability in the
+// trace) the architecture its library kernels were built for (device_inference.cpp). Run after linking.
+void infer_devices(Timeline& timeline);
+
 }  // namespace ptadvise::detail

@@ -903,7 +903,10 @@ std::variant<Timeline, LoadError> TraceParser::run(const LoadOptions& options) {
   timeline_.buffer_owner = std::shared_ptr<const void>(buffer_.owner, buffer_.data);
   timeline_.buffer = buffer_.data;
   timeline_.buffer_size = size_;
-  if (options.link) detail::link_timeline(timeline_);
+  if (options.link) {
+    detail::link_timeline(timeline_);
+    detail::infer_devices(timeline_);
+  }
   return std::move(timeline_);
 }
 

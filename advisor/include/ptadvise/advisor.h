@@ -148,6 +148,7 @@ struct TraceReport {
   std::vector<std::string> warnings;  // load warnings, already phrased
   std::vector<Finding> findings;      // ranked
   std::vector<bool> new_finding;      // per finding: not in the baseline (all true without one)
+  Coverage coverage;                  // which rules could check this trace
   std::optional<Summary> summary;
 };
 

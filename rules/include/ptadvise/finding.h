@@ -41,6 +41,24 @@ struct RuleInfo {
   std::string file;  // the YAML file it came from
   std::vector<ThresholdInfo> thresholds;
   std::string saving_method;  // how the rule estimates the saving (its `saving.method`)
+  uint8_t needs = 0;          // RuleNeed bits: what a trace must have for the rule to check anything
+};
+
+// What a rule needs from a trace, derived from what it selects and measures.
+enum RuleNeed : uint8_t {
+  kNeedsGpu = 1u << 0,               // it selects only GPU activity, or measures GPU idle time without a CPU fallback
+  kNeedsStacks = 1u << 1,            // it selects Python frames (python_function events)
+  kNeedsDeviceProperties = 1u << 2,  // it reads the compute capability or the GPU's memory size
+};
+
+// Which rules could check a trace, and why the others could not (a rule missing several things counts
+// under the first of GPU, stacks, device properties).
+struct Coverage {
+  size_t ran = 0;
+  size_t no_gpu = 0;
+  size_t no_stacks = 0;
+  size_t no_device_properties = 0;
+  size_t skipped() const { return no_gpu + no_stacks + no_device_properties; }
 };
 
 // One example occurrence, enough to find it in Perfetto.

@@ -56,7 +56,7 @@ class RuleSet {
  private:
   friend std::variant<RuleSet, RuleError> load_rules(const std::vector<std::string>&);
   friend std::variant<RuleSet, RuleError> load_rule_text(std::string_view, const std::string&);
-  friend std::vector<Finding> evaluate(const RuleSet&, const Analysis&, const EvaluateOptions&);
+  friend std::vector<Finding> evaluate(const RuleSet&, const Analysis&, const EvaluateOptions&, Coverage*);
   std::vector<RuleInfo> infos_;
   std::vector<std::unique_ptr<CompiledRule>> compiled_;
 };
@@ -80,7 +80,9 @@ struct EvaluateOptions {
 // Runs the rules on one analysed trace. Findings come in rule order, each rule's findings ranked by
 // estimated saving. GPU idle time is taken from Analysis::idle, and each gap of the ledger is claimed by
 // at most one finding (Finding::idle_gaps lists the gaps a finding claimed).
-std::vector<Finding> evaluate(const RuleSet& rules, const Analysis& analysis, const EvaluateOptions& options = {});
+// Rules whose needs (RuleInfo::needs) the trace cannot meet are not run; `coverage`, when given, counts them.
+std::vector<Finding> evaluate(const RuleSet& rules, const Analysis& analysis, const EvaluateOptions& options = {},
+                              Coverage* coverage = nullptr);
 
 // The directory of rules shipped with ptadvise: $PTADVISE_RULES_DIR, else <exe dir>/../share/ptadvise/rules.d
 // when it exists, else the source tree's rules.d.

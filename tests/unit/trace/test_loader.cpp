@@ -545,3 +545,25 @@ TEST_CASE("loader: EventKind names") {
   CHECK(ptadvise::to_string(EventKind::MemoryInstant) == "memory");
   CHECK(ptadvise::to_string(EventKind::Other) == "other");
 }
+
+TEST_CASE("devices without deviceProperties: the architecture from kernel names; ROCm's gfx is no CUDA cc") {
+  using namespace ptadvise;
+  testing::TraceBuilder nvidia(testing::Era::Kineto2023);
+  nvidia.launch("volta_sgemm_128x64_nn", 0, 5, 10, 100);
+  nvidia.launch("sm80_xmma_gemm_f16f16_f16f32_f32_nn_n_tilesize128x128x32", 20, 5, 120, 100);
+  Timeline inferred = nvidia.load();
+  REQUIRE(inferred.devices.size() == 1);
+  CHECK(inferred.devices[0].vendor == "NVIDIA");
+  CHECK(inferred.devices[0].compute_major == 8);  // the newest architecture its kernels were built for
+  CHECK(inferred.devices[0].compute_minor == 0);
+  CHECK(inferred.devices[0].compute_inferred);
+
+  testing::TraceBuilder amd(testing::Era::Kineto2023);
+  amd.device(0, "AMD Instinct MI210", 9, 0, 64LL << 30);
+  amd.launch("Cijk_Ailk_Bljk_HHS_BH_MT64x64x32_MI32x32x8x1_SN", 0, 5, 10, 100);
+  Timeline rocm = amd.load();
+  REQUIRE(rocm.devices.size() == 1);
+  CHECK(rocm.devices[0].vendor == "AMD");
+  CHECK(rocm.devices[0].compute_major == -1);  // computeMajor 9 is gfx90a, not a CUDA compute capability
+  CHECK_FALSE(rocm.devices[0].compute_inferred);
+}

@@ -101,8 +101,10 @@ struct Events {
 struct DeviceInfo {
   int32_t id = -1;
   std::string name;  // may be empty (ROCm)
-  int compute_major = -1;
+  std::string vendor;  // "NVIDIA", "AMD", or empty when nothing tells
+  int compute_major = -1;  // CUDA compute capability (never ROCm's gfx version); -1 when unknown
   int compute_minor = -1;
+  bool compute_inferred = false;  // not in deviceProperties: from the architecture of the device's kernels
   int64_t total_global_mem = 0;  // bytes, 0 when unknown
   int num_sms = 0;
 };
