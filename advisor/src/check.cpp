@@ -113,8 +113,9 @@ TraceReport analyse_trace(const Timeline& timeline, const RuleSet& rules, const 
   }
   trace.step_count = summary.step_count;
   trace.step_note = summary.step_note;
-  trace.step_ms = summary.median_step_ms;
+  trace.step_ms = summary.step_period_ms;  // the denominator of every finding's saving_pct
   trace.gpu_busy_pct = summary.gpu_busy_pct;
+  trace.has_gpu = !analysis.devices.empty();
   trace.warnings = timeline.stats.warnings;
   trace.findings = evaluate(rules, analysis, selection, &trace.coverage);
   for (auto& finding : trace.findings) {

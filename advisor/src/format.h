@@ -30,6 +30,34 @@ inline std::string trace_label(const TraceReport& trace) {
   return label;
 }
 
+// "20 rules checked this trace" or "15 of 20 rules checked this trace; 5 could not: no device properties
+// (PTA105, PTA116), no Python stacks (PTA111)": a clean result is never silently empty.
+inline std::string coverage_line(const TraceReport& trace) {
+  const Coverage& c = trace.coverage;
+  const size_t total = c.ran + c.not_run.size();
+  std::string line = (c.not_run.empty() ? std::to_string(c.ran) : std::to_string(c.ran) + " of " + std::to_string(total)) +
+                     (total == 1 ? " rule" : " rules") + " checked this trace";
+  if (c.not_run.empty()) return line;
+  line += "; " + std::to_string(c.not_run.size()) + " could not:";
+  std::vector<std::string> reasons;
+  for (const auto& [id, reason] : c.not_run) {
+    bool known = false;
+    for (const auto& r : reasons) known = known || r == reason;
+    if (!known) reasons.push_back(reason);
+  }
+  for (size_t r = 0; r < reasons.size(); ++r) {
+    line += (r ? ", " : " ") + reasons[r] + " (";
+    bool first = true;
+    for (const auto& [id, reason] : c.not_run) {
+      if (reason != reasons[r]) continue;
+      line += (first ? "" : ", ") + id;
+      first = false;
+    }
+    line += ")";
+  }
+  return line;
+}
+
 inline const RuleInfo* rule_info(const Report& report, std::string_view id) {
   for (const auto& rule : report.rules) {
     if (rule.id == id) return &rule;

@@ -36,7 +36,13 @@ void print_trace_header(const TraceReport& trace, std::ostream& out, const Palet
   if (!trace.device.empty()) out << trace.device << ", ";
   out << trace.step_count << (trace.step_count == 1 ? " step" : " steps");
   if (!trace.step_note.empty()) out << " (" << trace.step_note << ")";
-  out << ", step time " << fixed(trace.step_ms, 3) << " ms, GPU busy " << fixed(trace.gpu_busy_pct, 1) << "%\n";
+  out << ", step time " << fixed(trace.step_ms, 3) << " ms, ";
+  if (trace.has_gpu) {
+    out << "GPU busy " << fixed(trace.gpu_busy_pct, 1) << "%\n";
+  } else {
+    out << "no GPU activity in the trace\n";
+  }
+  out << "  coverage: " << format::coverage_line(trace) << "\n";
   out << "  recoverable: ~" << fixed(trace.recoverable_ms, 3) << " ms per step ("
       << pct_of_step(trace.recoverable_ms, trace.step_ms) << " of step time) from " << trace.findings.size()
       << (trace.findings.size() == 1 ? " finding" : " findings") << ", each site counted once\n";
@@ -130,6 +136,7 @@ void print_markdown(const Report& report, std::ostream& out) {
         << fixed(trace.step_ms, 3) << " ms** · GPU busy **" << fixed(trace.gpu_busy_pct, 1)
         << "%** · recoverable **~" << fixed(trace.recoverable_ms, 3) << " ms per step ("
         << pct_of_step(trace.recoverable_ms, trace.step_ms) << ")**\n\n";
+    out << "_coverage: " << md_cell(format::coverage_line(trace)) << "_\n\n";
     for (const auto& warning : trace.warnings) out << "> warning: " << md_cell(warning) << "\n\n";
     if (trace.findings.empty()) {
       out << "No findings.\n\n";

@@ -307,6 +307,12 @@ void print_json(const Report& report, std::ostream& out) {
     out << "      \"warnings\": ";
     write_string_array(out, trace.warnings);
     out << ",\n";
+    out << "      \"coverage\": {\"rules_run\": " << trace.coverage.ran << ", \"rules_not_run\": [";
+    for (size_t k = 0; k < trace.coverage.not_run.size(); ++k) {
+      out << (k ? ", " : "") << "{\"id\": " << jstr(trace.coverage.not_run[k].first)
+          << ", \"reason\": " << jstr(trace.coverage.not_run[k].second) << "}";
+    }
+    out << "], \"text\": " << jstr(format::coverage_line(trace)) << "},\n";
     if (trace.summary) out << "      \"summary\": " << summary_json(*trace.summary, 0) << ",\n";
     out << "      \"findings\": [";
     for (size_t i = 0; i < trace.findings.size(); ++i) {
@@ -383,7 +389,14 @@ void print_sarif(const Report& report, std::ostream& out) {
       out << "}\n        }";
     }
   }
-  out << (first ? "]\n" : "\n      ]\n");
+  out << (first ? "]" : "\n      ]") << ",\n";
+  // What each trace could be checked for: a clean result is never silently empty.
+  out << "      \"invocations\": [{\"executionSuccessful\": true, \"toolExecutionNotifications\": [";
+  for (size_t t = 0; t < report.traces.size(); ++t) {
+    out << (t ? ", " : "") << "{\"level\": \"note\", \"message\": {\"text\": "
+        << jstr(format::trace_label(report.traces[t]) + ": " + format::coverage_line(report.traces[t])) << "}}";
+  }
+  out << "]}]\n";
   out << "    }\n  ]\n}\n";
 }
 
@@ -425,6 +438,10 @@ void print_github(const Report& report, std::ostream& out, size_t limit_per_leve
                               " more findings are not annotated (GitHub shows 10 per level); see the job summary")
         << "\n";
   }
+  for (const auto& trace : report.traces) {
+    out << "::notice title=" << github_escape_property("ptadvise coverage") << "::"
+        << github_escape_data(format::trace_label(trace) + ": " + format::coverage_line(trace)) << "\n";
+  }
 }
 
 void print_junit(const Report& report, std::ostream& out) {
@@ -455,13 +472,25 @@ void print_junit(const Report& report, std::ostream& out) {
   out << "<testsuites name=\"ptadvise\" tests=\"" << tests << "\" failures=\"" << failures << "\">\n";
   for (size_t t = 0; t < report.traces.size(); ++t) {
     const TraceReport& trace = report.traces[t];
-    size_t suite_failures = 0;
-    for (const auto& c : suites[t]) suite_failures += c.failed ? 1 : 0;
+    size_t suite_failures = 0, suite_skipped = 0;
+    for (const auto& c : suites[t]) {
+      suite_failures += c.failed ? 1 : 0;
+      for (const auto& not_run : trace.coverage.not_run) suite_skipped += not_run.first == c.rule->id ? 1 : 0;
+    }
     out << "  <testsuite name=\"" << xml_escape(format::trace_label(trace)) << "\" tests=\"" << suites[t].size()
-        << "\" failures=\"" << suite_failures << "\" errors=\"0\" skipped=\"0\">\n";
+        << "\" failures=\"" << suite_failures << "\" errors=\"0\" skipped=\"" << suite_skipped
+        << "\">\n";
     for (const auto& c : suites[t]) {
       out << "    <testcase classname=\"ptadvise." << xml_escape(c.rule->id) << "\" name=\""
           << xml_escape(c.rule->id + " " + c.rule->name) << "\"";
+      std::string not_run;
+      for (const auto& [id, reason] : trace.coverage.not_run) {
+        if (id == c.rule->id) not_run = reason;
+      }
+      if (!not_run.empty()) {
+        out << "><skipped message=\"" << xml_escape("could not check this trace: " + not_run) << "\"/></testcase>\n";
+        continue;
+      }
       if (c.findings.empty()) {
         out << "/>\n";
         continue;

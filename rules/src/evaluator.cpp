@@ -996,14 +996,17 @@ std::vector<Finding> evaluate(const RuleSet& rules, const Analysis& analysis, co
       if (mentions(options.skip, info)) continue;
       if ((info.needs & kNeedsGpu) && !has_gpu) {
         ++counted.no_gpu;
+        counted.not_run.emplace_back(info.id, "no GPU activity");
         continue;
       }
       if ((info.needs & kNeedsStacks) && !has_stacks) {
         ++counted.no_stacks;
+        counted.not_run.emplace_back(info.id, "no Python stacks");
         continue;
       }
       if ((info.needs & kNeedsDeviceProperties) && !has_properties) {
         ++counted.no_device_properties;
+        counted.not_run.emplace_back(info.id, "no device properties");
         continue;
       }
       ++counted.ran;
@@ -1011,6 +1014,7 @@ std::vector<Finding> evaluate(const RuleSet& rules, const Analysis& analysis, co
       findings.insert(findings.end(), std::make_move_iterator(found.begin()), std::make_move_iterator(found.end()));
     }
   }
+  std::sort(counted.not_run.begin(), counted.not_run.end());
   if (coverage) *coverage = counted;
   return findings;
 }

@@ -144,6 +144,7 @@ struct TraceReport {
   std::string step_note;       // how steps were found
   double step_ms = 0;          // median step time
   double gpu_busy_pct = 0;
+  bool has_gpu = false;        // the trace has GPU activity
   double recoverable_ms = 0;   // per step, counted once (recoverable_ms_per_step)
   std::vector<std::string> warnings;  // load warnings, already phrased
   std::vector<Finding> findings;      // ranked

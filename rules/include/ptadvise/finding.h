@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "ptadvise/analysis.h"
@@ -58,6 +59,7 @@ struct Coverage {
   size_t no_gpu = 0;
   size_t no_stacks = 0;
   size_t no_device_properties = 0;
+  std::vector<std::pair<std::string, std::string>> not_run;  // rule id, what the trace lacks ("no GPU activity", ...)
   size_t skipped() const { return no_gpu + no_stacks + no_device_properties; }
 };
 

@@ -116,6 +116,10 @@ inline Report sample_report() {
   trace.step_note = "ProfilerStep markers";
   trace.step_ms = 25;
   trace.gpu_busy_pct = 61.5;
+  trace.has_gpu = true;
+  trace.coverage.ran = 19;
+  trace.coverage.no_stacks = 1;
+  trace.coverage.not_run = {{"PTA111", "no Python stacks"}};
   trace.findings = sample_findings();
   rank_findings(trace.findings);
   trace.recoverable_ms = recoverable_ms_per_step(trace.findings, trace.step_ms);

@@ -27,6 +27,7 @@ TEST_CASE("text report: ranked findings with site, cost, evidence, help and note
   CHECK(printed(report, OutputFormat::Text) ==
         "ptadvise: run/trace.json\n"
         "  NVIDIA A100-SXM4-80GB, 8 steps (ProfilerStep markers), step time 25.000 ms, GPU busy 61.5%\n"
+            "  coverage: 19 of 20 rules checked this trace; 1 could not: no Python stacks (PTA111)\n"
         "  recoverable: ~5.000 ms per step (20.0% of step time) from 3 findings, each site counted once\n"
         "\n"
         "#1 warning[PTA101] item-sync-in-step: .item() blocks the host until the GPU catches up, every step\n"
@@ -236,6 +237,8 @@ TEST_CASE("markdown report: table and one section per finding") {
         "\n"
         "NVIDIA A100-SXM4-80GB · 8 steps · step time **25.000 ms** · GPU busy **61.5%** · recoverable **~5.000 ms "
         "per step (20.0%)**\n"
+        "\n"
+        "_coverage: 19 of 20 rules checked this trace; 1 could not: no Python stacks (PTA111)_\n"
         "\n"
         "| # | rule | severity | where | saving per step | confidence |\n"
         "|---:|---|---|---|---:|---|\n"

@@ -295,3 +295,29 @@ TEST_CASE("check: a 130 ns toy trace gets no warning (the noise floor)") {
   CHECK(run.exit_code == 0);
   CHECK(run.out.find("No findings.") != std::string::npos);
 }
+
+TEST_CASE("check: every format says which rules could not check a CPU-only trace") {
+  const std::string cpu = std::string(PTADVISE_SHARED_DIR) +
+                          "/traces/HTA__tests__data__cpu_only__rank-34.Jul_15_10_52_41.1074.pt.trace.json.gz";
+  if (!std::filesystem::exists(cpu)) {
+    MESSAGE("skipped: " << cpu << " is absent (the shared traces live beside the project)");
+    return;
+  }
+  TempDir dir;
+  Run text = ptadvise_cli("check --exit-zero '" + cpu + "'", dir.path());
+  CHECK(text.out.find("no GPU activity in the trace") != std::string::npos);
+  CHECK(text.out.find("GPU busy") == std::string::npos);
+  CHECK(text.out.find("  coverage: 7 of 20 rules checked this trace; 13 could not: no GPU activity (PTA101, ") !=
+        std::string::npos);
+  Run json = ptadvise_cli("check --exit-zero --format json '" + cpu + "'", dir.path());
+  CHECK(json.out.find("\"coverage\": {\"rules_run\": 7, \"rules_not_run\": [{\"id\": \"PTA101\", \"reason\": \"no GPU "
+                      "activity\"}") != std::string::npos);
+  for (const char* format : {"sarif", "github", "markdown"}) {
+    CAPTURE(format);
+    Run printed = ptadvise_cli("check --exit-zero --format " + std::string(format) + " '" + cpu + "'", dir.path());
+    CHECK(printed.out.find("7 of 20 rules checked this trace") != std::string::npos);
+  }
+  Run junit = ptadvise_cli("check --exit-zero --format junit '" + cpu + "'", dir.path());
+  CHECK(junit.out.find("skipped=\"13\"") != std::string::npos);
+  CHECK(junit.out.find("<skipped message=\"could not check this trace: no GPU activity\"/>") != std::string::npos);
+}
