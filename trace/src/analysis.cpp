@@ -96,9 +96,10 @@ NameClasses classify_names(const StringPool& strings) {
 
 }  // namespace detail
 
-Analysis analyze(const Timeline& timeline) {
+Analysis analyze(const Timeline& timeline, const KernelClassifier& kernels) {
   Analysis analysis;
   analysis.timeline = &timeline;
+  analysis.kernel_family = classify_kernels(kernels, timeline);
   const Events& events = timeline.events;
   const detail::NameClasses names = detail::classify_names(timeline.strings);
   for (EventIndex i = 0; i < events.size(); ++i) {
@@ -132,6 +133,13 @@ EventIndex host_side(const Analysis& analysis, EventIndex i) {
 }
 
 }  // namespace
+
+KernelFamily Analysis::family_of(EventIndex i) const {
+  const Events& events = timeline->events;
+  if (i >= events.size() || events.kind[i] != EventKind::Kernel) return KernelFamily::Other;
+  const StringId name = events.name[i];
+  return name < kernel_family.size() ? kernel_family[name] : KernelFamily::Other;
+}
 
 EventIndex Analysis::cpu_op_of(EventIndex i) const {
   const Events& events = timeline->events;

@@ -8,6 +8,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "ptadvise/kernel_class.h"
 #include "ptadvise/timeline.h"
 
 namespace ptadvise {
@@ -78,8 +79,12 @@ struct Analysis {
   std::vector<uint32_t> event_step;             // per event: index into steps, or kNone
   uint32_t main_track = kNone;  // the CPU thread carrying the step markers, else the one launching most GPU work
   std::unordered_map<int64_t, EventIndex> cpu_op_by_external_id;  // `External id` of CPU ops (> 0)
+  // Family of every kernel name (data/kernel_families.yaml plus the user's tables), indexed by StringId.
+  std::vector<KernelFamily> kernel_family;
 
   uint32_t step_of(EventIndex i) const { return event_step[i]; }
+  // The family of a kernel event (Other for every other kind of event).
+  KernelFamily family_of(EventIndex i) const;
   // Innermost enclosing CPU op (skipping runtime/annotation layers) of a GPU op or runtime call.
   EventIndex cpu_op_of(EventIndex i) const;
   // Enclosing chain from outermost to innermost CPU op/annotation names, for display.
@@ -108,7 +113,8 @@ std::optional<SourceLocation> parse_python_frame(std::string_view frame);
 // True for frames of torch, site-/dist-packages, the standard library and built-ins.
 bool is_library_frame(std::string_view file);
 
-Analysis analyze(const Timeline& timeline);
+// `kernels` sorts kernel names into families (the shipped table unless the user extended it).
+Analysis analyze(const Timeline& timeline, const KernelClassifier& kernels = KernelClassifier::builtin());
 
 // Figures of `ptadvise summary`; computed here, printed by the advisor's printers.
 struct KernelStat {
