@@ -19,6 +19,9 @@ void add_check_command(CLI::App& app) {
   cmd->add_option("traces", options->traces, "Trace files (.json, .json.gz) or directories of per-rank traces");
   cmd->add_option("--rules", options->rule_directories, "Extra rule directory (repeatable), added to the shipped rules")
       ->allow_extra_args(false);
+  cmd->add_option("--kernel-families", options->kernel_family_tables,
+                  "Kernel family table (repeatable), tried before the shipped one (docs/KERNEL_FAMILIES.md)")
+      ->allow_extra_args(false);
   cmd->add_option("--config", options->config_path,
                   "Configuration file (default: .ptadvise.yaml in the working directory or a parent)");
   cmd->add_option("--format", options->format, "Output on stdout: text, json, sarif, github, junit, markdown")

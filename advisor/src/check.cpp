@@ -82,6 +82,7 @@ Config effective_config(const CheckOptions& options) {
   }
   if (options.source_root) config.source_root = *options.source_root;
   for (const auto& dir : options.rule_directories) config.rule_directories.push_back(dir);
+  for (const auto& table : options.kernel_family_tables) config.kernel_families.push_back(table);
   return config;
 }
 
@@ -98,9 +99,16 @@ std::vector<std::pair<OutputFormat, std::string>> parse_outputs(const CheckOptio
   return outputs;
 }
 
+// The shipped kernel family table extended by the configuration's and the command line's tables.
+KernelClassifier kernel_classifier(const Config& config) {
+  auto classifier = kernel_classifier_with(config.kernel_families);
+  if (auto* error = std::get_if<KernelTableError>(&classifier)) throw Failure{error->message};
+  return std::move(std::get<KernelClassifier>(classifier));
+}
+
 TraceReport analyse_trace(const Timeline& timeline, const RuleSet& rules, const EvaluateOptions& selection,
-                          const std::string& source_root, size_t& suppressed) {
-  Analysis analysis = analyze(timeline);
+                          const KernelClassifier& kernels, const std::string& source_root, size_t& suppressed) {
+  Analysis analysis = analyze(timeline, kernels);
   Summary summary = summarize(analysis);
   TraceReport trace;
   trace.path = timeline.path;
@@ -155,6 +163,7 @@ int run(const CheckOptions& options, std::ostream& out, std::ostream& err) {
   const RuleSet& rules = std::get<RuleSet>(loaded_rules);
   auto selection = resolve_selection(config, rules);
   if (auto* error = std::get_if<ConfigError>(&selection)) throw Failure{error->message};
+  const KernelClassifier kernels = kernel_classifier(config);
 
   std::optional<Baseline> baseline;
   if (!baseline_path.empty()) {
@@ -183,7 +192,8 @@ int run(const CheckOptions& options, std::ostream& out, std::ostream& err) {
   for (const auto& timeline : timelines) {
     for (const auto& warning : timeline.stats.warnings) err << "ptadvise: warning: " << warning << "\n";
     report.traces.push_back(
-        analyse_trace(timeline, rules, std::get<EvaluateOptions>(selection), report.source_root, report.suppressed));
+        analyse_trace(timeline, rules, std::get<EvaluateOptions>(selection), kernels, report.source_root,
+                      report.suppressed));
   }
 
   std::vector<Finding> all;
@@ -277,7 +287,9 @@ int diff(const DiffOptions& options, std::ostream& out, std::ostream& err) {
   CheckOptions check;
   check.config_path = options.config_path;
   check.rule_directories = options.rule_directories;
+  check.kernel_family_tables = options.kernel_family_tables;
   Config config = effective_config(check);
+  const KernelClassifier kernels = kernel_classifier(config);
   std::vector<std::string> directories{default_rules_directory()};
   directories.insert(directories.end(), config.rule_directories.begin(), config.rule_directories.end());
   auto loaded_rules = load_rules(directories);
@@ -288,8 +300,8 @@ int diff(const DiffOptions& options, std::ostream& out, std::ostream& err) {
 
   Timeline base = load_one(options.base_trace, err);
   Timeline next = load_one(options.new_trace, err);
-  Analysis base_analysis = analyze(base);
-  Analysis next_analysis = analyze(next);
+  Analysis base_analysis = analyze(base, kernels);
+  Analysis next_analysis = analyze(next, kernels);
   const auto& evaluate_options = std::get<EvaluateOptions>(selection);
   DiffReport report = diff_analyses(base_analysis, evaluate(rules, base_analysis, evaluate_options), next_analysis,
                                     evaluate(rules, next_analysis, evaluate_options), options.top);

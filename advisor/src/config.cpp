@@ -121,6 +121,10 @@ Config parse_document(const YAML::Node& root, const std::string& label, const st
       for (const auto& dir : string_list(label, value, key)) {
         config.rule_directories.push_back(resolve_against(dir, base_directory));
       }
+    } else if (key == "kernel-families") {
+      for (const auto& table : string_list(label, value, key)) {
+        config.kernel_families.push_back(resolve_against(table, base_directory));
+      }
     } else if (key == "source-root") {
       config.source_root = resolve_against(scalar(label, value, key), base_directory);
     } else if (key == "baseline") {
@@ -133,8 +137,8 @@ Config parse_document(const YAML::Node& root, const std::string& label, const st
       }
     } else {
       fail(label, field.first,
-           key + ": unknown key (expected select, extend-select, ignore, rules, rule-directories, fail-on, "
-                 "source-root or baseline)");
+           key + ": unknown key (expected select, extend-select, ignore, rules, rule-directories, "
+                 "kernel-families, fail-on, source-root or baseline)");
     }
   }
   return config;
@@ -252,6 +256,7 @@ void print_config(const Config& config, std::ostream& out) {
   print_list(out, "ignore", config.ignore);
   out << "fail-on: " << to_string(config.fail_on.value_or(Severity::Warning)) << "\n";
   print_list(out, "rule-directories", config.rule_directories);
+  print_list(out, "kernel-families", config.kernel_families);
   out << "source-root: " << config.source_root.value_or(".") << "\n";
   if (config.baseline) out << "baseline: " << *config.baseline << "\n";
   out << "rules:";

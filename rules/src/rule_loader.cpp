@@ -412,9 +412,36 @@ class RuleCompiler {
     rule.primary = selection_index_.at(entries[0].first.Scalar());
   }
 
+  // `family:` / `exclude_family:` (docs/KERNEL_FAMILIES.md): kernel families select kernel events only.
+  void compile_families(const YAML::Node& node, const std::string& key, Selection& selection) {
+    for (const char* field : {"family", "exclude_family"}) {
+      const YAML::Node n = node[field];
+      if (!n) continue;
+      const std::string field_key = key + "." + field;
+      std::vector<std::string> names = r_.strings(n, field_key);
+      for (size_t i = 0; i < names.size(); ++i) {
+        auto family = parse_kernel_family(names[i]);
+        if (!family) {
+          std::string list;
+          for (size_t f = 0; f < kKernelFamilyCount; ++f) {
+            list += (list.empty() ? "" : ", ") + std::string(to_string(static_cast<KernelFamily>(f)));
+          }
+          r_.fail(n.IsSequence() ? n[i] : n, field_key, "unknown kernel family '" + names[i] + "'; expected one of " + list);
+        }
+        (field == std::string_view("family") ? selection.families : selection.exclude_families) |=
+            1u << static_cast<unsigned>(*family);
+      }
+    }
+    const uint32_t kernel = 1u << static_cast<unsigned>(EventKind::Kernel);
+    if (selection.kinds == 0) selection.kinds = kernel;
+    if (selection.kinds != kernel) {
+      r_.fail(node["kind"], key + ".kind", "a selection by kernel family selects kernels; expected `kind: kernel`");
+    }
+  }
+
   Selection compile_selector(const YAML::Node& node, const std::string& key, std::vector<size_t>& depends) {
     r_.expect_map(node, key,
-                  {"kind", "name", "exclude_name", "inside", "not_inside", "min_dur", "max_dur", "in_step",
+                  {"kind", "name", "exclude_name", "family", "exclude_family", "inside", "not_inside", "min_dur", "max_dur", "in_step",
                    "after_first_step", "in_warmup", "waits_for_gpu", "args", "followed_by", "not_followed_by", "preceded_by", "not_preceded_by",
                    "contains", "not_contains", "union"});
     Selection selection;
@@ -445,6 +472,7 @@ class RuleCompiler {
     }
     if (auto n = node["name"]) selection.name_match = compile_names(n, key + ".name");
     if (auto n = node["exclude_name"]) selection.name_exclude = compile_names(n, key + ".exclude_name");
+    if (node["family"] || node["exclude_family"]) compile_families(node, key, selection);
     if (auto n = node["inside"]) selection.inside = compile_names(n, key + ".inside");
     if (auto n = node["not_inside"]) selection.not_inside = compile_names(n, key + ".not_inside");
     if (auto n = node["min_dur"]) selection.min_dur_ns = r_.duration_ns(n, key + ".min_dur");

@@ -67,6 +67,7 @@ struct Config {
   std::vector<std::string> ignore;         // removed after selection
   std::vector<RuleOverride> rules;         // per-rule severity and thresholds
   std::vector<std::string> rule_directories;  // extra rule directories, resolved against the file's folder
+  std::vector<std::string> kernel_families;   // kernel family tables tried before the shipped one (same)
   std::optional<Severity> fail_on;
   std::optional<std::string> source_root;  // resolved against the file's folder
   std::optional<std::string> baseline;     // resolved against the file's folder
@@ -218,6 +219,7 @@ std::string annotation_events(const std::vector<Finding>& findings);
 struct CheckOptions {
   std::vector<std::string> traces;      // files or directories
   std::vector<std::string> rule_directories;  // empty = the shipped rules (plus config's extra ones)
+  std::vector<std::string> kernel_family_tables;  // --kernel-families: added after the config's tables
   std::string config_path;              // empty = discover .ptadvise.yaml upward from the cwd
   std::string format = "text";          // stdout format
   std::vector<std::pair<std::string, std::string>> outputs;  // FORMAT, FILE
@@ -273,6 +275,7 @@ struct DiffOptions {
   std::string base_trace;  // a file, or a directory (its first rank is compared)
   std::string new_trace;
   std::vector<std::string> rule_directories;  // added to the shipped rules
+  std::vector<std::string> kernel_family_tables;  // --kernel-families
   std::string config_path;                    // empty = discover .ptadvise.yaml upward from the cwd
   double max_regression_pct = 5;
   std::string format = "text";  // text | json

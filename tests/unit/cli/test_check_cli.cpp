@@ -148,6 +148,28 @@ TEST_CASE("check: .ptadvise.yaml is found upward and --show-config prints it") {
   CHECK(nearer.out.find("[PTX901]") == std::string::npos);
 }
 
+TEST_CASE("check: kernel family tables from --kernel-families and the configuration") {
+  TempDir dir;
+  // The tiny-kernel storm fixture; a table calling every kernel communication leaves no storm to report.
+  const std::string storm = PTADVISE_SOURCE_DIR "/rules.d/tiny-kernels/tiny-kernel-storm.tests/fire.json.gz";
+  Run shipped = ptadvise_cli("check --select tiny-kernel-storm '" + storm + "'", dir.path());
+  CHECK(shipped.exit_code == 1);
+  CHECK(shipped.out.find("[PTA103]") != std::string::npos);
+  dir.write("all-communication.yaml", "rules:\n  - family: communication\n    glob: '*'\n");
+  Run user = ptadvise_cli("check --select tiny-kernel-storm --kernel-families all-communication.yaml '" + storm + "'",
+                          dir.path());
+  CHECK(user.exit_code == 0);
+  CHECK(user.out.find("[PTA103]") == std::string::npos);
+  dir.write(".ptadvise.yaml", "kernel-families: [all-communication.yaml]\n");
+  Run configured = ptadvise_cli("check --select tiny-kernel-storm '" + storm + "'", dir.path());
+  CHECK(configured.exit_code == 0);
+  dir.write("bad.yaml", "rules:\n  - family: comm\n    glob: '*'\n");
+  Run bad = ptadvise_cli("check --kernel-families bad.yaml '" + storm + "'", dir.path());
+  CHECK(bad.exit_code == 2);
+  CHECK(bad.err == "ptadvise: error: bad.yaml:2:13: rules[0].family: unknown family 'comm'; expected one of "
+                   "matmul-tensor-core, matmul-simt, communication, copy, elementwise, reduction, other\n");
+}
+
 TEST_CASE("check: inline suppression on the source line the finding points to") {
   TempDir dir;
   std::string source;
