@@ -8,6 +8,7 @@
 #include <cstring>
 #include <filesystem>
 #include <iostream>
+#include <sstream>
 #include <string>
 #include <system_error>
 #include <vector>
@@ -60,6 +61,12 @@ int run(const RunOptions& options, const std::vector<std::string>& command) {
     print_error("--skip-steps and --steps take a number of steps >= 0");
     return kExitInputError;
   }
+  // The configuration and rules that will check the traces must load before the program runs for hours.
+  CheckOptions preflight = options.check;
+  preflight.show_config = true;
+  std::ostringstream printed_config;
+  if (int code = run_check(preflight, printed_config, std::cerr); code != kExitClean) return code;
+
   CaptureRequest request;
   request.backend = options.backend == "torch" ? CaptureBackend::Torch : CaptureBackend::Cupti;
   request.out_dir = options.out_dir;

@@ -4,7 +4,7 @@ set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 seconds=${1:-60}
 build_dir=$root/build-fuzz
-CC=clang CXX=clang++ cmake -S "$root" -B "$build_dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPTADVISE_FUZZ=ON \
+CC=clang CXX=clang++ cmake -S "$root" -B "$build_dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPTADVISE_FUZZ=ON -DPTADVISE_WERROR=ON \
   -DPTADVISE_TESTS=OFF -DPTADVISE_CAPTURE=OFF >/dev/null
 cmake --build "$build_dir" -j "$(nproc)" --target ptadvise_fuzzers
 status=0

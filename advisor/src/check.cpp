@@ -86,6 +86,19 @@ Config effective_config(const CheckOptions& options) {
   return config;
 }
 
+// The paths of the configuration that the rules do not already check: the baseline must load and the
+// source root must be a directory.
+void validate_config_paths(const Config& config) {
+  if (config.baseline) {
+    auto loaded = load_baseline(*config.baseline);
+    if (auto* error = std::get_if<ConfigError>(&loaded)) throw Failure{error->message};
+  }
+  std::error_code ec;
+  if (config.source_root && !std::filesystem::is_directory(*config.source_root, ec)) {
+    throw Failure{*config.source_root + ": source-root is not a directory"};
+  }
+}
+
 std::vector<std::pair<OutputFormat, std::string>> parse_outputs(const CheckOptions& options) {
   std::vector<std::pair<OutputFormat, std::string>> outputs;
   for (const auto& [name, file] : options.outputs) {
@@ -139,7 +152,12 @@ TraceReport analyse_trace(const Timeline& timeline, const RuleSet& rules, const 
 
 int run(const CheckOptions& options, std::ostream& out, std::ostream& err) {
   Config config = effective_config(options);
+  auto loaded_rules = load_selected_rules(config);  // fails closed: no rule to run is an error
+  if (auto* error = std::get_if<ConfigError>(&loaded_rules)) throw Failure{error->message};
+  const RuleSet& rules = std::get<SelectedRules>(loaded_rules).rules;
+  const EvaluateOptions& selection = std::get<SelectedRules>(loaded_rules).selection;
   if (options.show_config) {
+    validate_config_paths(config);  // what is printed is what a run would use, so it must load
     print_config(config, out);
     return kClean;
   }
@@ -156,13 +174,6 @@ int run(const CheckOptions& options, std::ostream& out, std::ostream& err) {
   std::string baseline_path = options.baseline_path.empty() ? config.baseline.value_or("") : options.baseline_path;
   if (options.prune_baseline && baseline_path.empty()) throw Failure{"--prune-baseline needs --baseline FILE"};
 
-  std::vector<std::string> directories{default_rules_directory()};
-  directories.insert(directories.end(), config.rule_directories.begin(), config.rule_directories.end());
-  auto loaded_rules = load_rules(directories);
-  if (auto* error = std::get_if<RuleError>(&loaded_rules)) throw Failure{error->message};
-  const RuleSet& rules = std::get<RuleSet>(loaded_rules);
-  auto selection = resolve_selection(config, rules);
-  if (auto* error = std::get_if<ConfigError>(&selection)) throw Failure{error->message};
   const KernelClassifier kernels = kernel_classifier(config);
 
   std::optional<Baseline> baseline;
@@ -182,18 +193,17 @@ int run(const CheckOptions& options, std::ostream& out, std::ostream& err) {
   std::error_code ec;
   report.source_root = config.source_root.value_or(std::filesystem::current_path(ec).string());
   for (const auto& rule : rules.infos()) {
-    const auto& skip = std::get<EvaluateOptions>(selection).skip;
+    const auto& skip = selection.skip;
     if (std::find(skip.begin(), skip.end(), rule.id) != skip.end()) continue;
     RuleInfo info = rule;
-    auto severity = std::get<EvaluateOptions>(selection).severities.find(rule.id);
-    if (severity != std::get<EvaluateOptions>(selection).severities.end()) info.severity = severity->second;
+    auto severity = selection.severities.find(rule.id);
+    if (severity != selection.severities.end()) info.severity = severity->second;
     report.rules.push_back(std::move(info));
   }
   for (const auto& timeline : timelines) {
     for (const auto& warning : timeline.stats.warnings) err << "ptadvise: warning: " << warning << "\n";
     report.traces.push_back(
-        analyse_trace(timeline, rules, std::get<EvaluateOptions>(selection), kernels, report.source_root,
-                      report.suppressed));
+        analyse_trace(timeline, rules, selection, kernels, report.source_root, report.suppressed));
   }
 
   std::vector<Finding> all;
@@ -290,19 +300,15 @@ int diff(const DiffOptions& options, std::ostream& out, std::ostream& err) {
   check.kernel_family_tables = options.kernel_family_tables;
   Config config = effective_config(check);
   const KernelClassifier kernels = kernel_classifier(config);
-  std::vector<std::string> directories{default_rules_directory()};
-  directories.insert(directories.end(), config.rule_directories.begin(), config.rule_directories.end());
-  auto loaded_rules = load_rules(directories);
-  if (auto* error = std::get_if<RuleError>(&loaded_rules)) throw Failure{error->message};
-  const RuleSet& rules = std::get<RuleSet>(loaded_rules);
-  auto selection = resolve_selection(config, rules);
-  if (auto* error = std::get_if<ConfigError>(&selection)) throw Failure{error->message};
+  auto loaded_rules = load_selected_rules(config);
+  if (auto* error = std::get_if<ConfigError>(&loaded_rules)) throw Failure{error->message};
+  const RuleSet& rules = std::get<SelectedRules>(loaded_rules).rules;
 
   Timeline base = load_one(options.base_trace, err);
   Timeline next = load_one(options.new_trace, err);
   Analysis base_analysis = analyze(base, kernels);
   Analysis next_analysis = analyze(next, kernels);
-  const auto& evaluate_options = std::get<EvaluateOptions>(selection);
+  const auto& evaluate_options = std::get<SelectedRules>(loaded_rules).selection;
   DiffReport report = diff_analyses(base_analysis, evaluate(rules, base_analysis, evaluate_options), next_analysis,
                                     evaluate(rules, next_analysis, evaluate_options), options.top);
   report.max_regression_pct = options.max_regression_pct;

@@ -90,6 +90,20 @@ std::variant<EvaluateOptions, ConfigError> resolve_selection(const Config& confi
 // The effective configuration as YAML (for --show-config).
 void print_config(const Config& config, std::ostream& out);
 
+// The rules a run uses: the shipped directory (default_rules_directory()) plus `extra_directories`.
+// Fails closed: a load error, or no rule file at all (an empty or wrong rule directory), is a ConfigError,
+// so that a gate never passes because nothing was checked.
+std::variant<RuleSet, ConfigError> load_rule_set(const std::vector<std::string>& extra_directories);
+
+struct SelectedRules {
+  RuleSet rules;
+  EvaluateOptions selection;
+  size_t selected_count = 0;  // rules left after select/extend-select/ignore
+};
+// load_rule_set(config.rule_directories) and resolve_selection(config); also a ConfigError when the
+// selection leaves no rule to run.
+std::variant<SelectedRules, ConfigError> load_selected_rules(const Config& config);
+
 // ---------------------------------------------------------------------------------------------------
 // Inline suppressions: `# ptadvise: ignore[PTA101, item-sync-in-step]` or a bare `# ptadvise: ignore`
 // on the Python line a finding points to.

@@ -4,6 +4,7 @@
 #include <system_error>
 
 #include "ptadvise/capture.h"
+#include "ptadvise/data_directory.h"
 
 namespace ptadvise {
 
@@ -59,7 +60,7 @@ CaptureInstall locate_capture_install(const std::string& executable_path) {
                                           "/usr/local/cuda/extras/CUPTI/lib64/libcupti.so"},
                                          false);
   install.python_dir = first_existing({env_or_empty("PTADVISE_PYTHON_DIR"),
-                                       (bin_dir / "../share/ptadvise/python").string(), PTADVISE_SOURCE_PYTHON_DIR},
+                                       (bin_dir / "../share/ptadvise/python").string(), data_path("python")},
                                       true);
   for (std::string* path : {&install.cupti_library, &install.cupti_runtime, &install.python_dir}) {
     if (!path->empty()) *path = fs::weakly_canonical(*path, error).string();

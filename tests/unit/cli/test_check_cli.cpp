@@ -306,7 +306,7 @@ TEST_CASE("check: a directory of per-rank traces reports each rank; baselines an
   CHECK(ptadvise_cli(check(dir) + "--baseline base.yaml '" + dir.file("ranks") + "'", dir.path()).exit_code == 0);
 }
 
-TEST_CASE("check: a 130 ns toy trace gets no warning (the noise floor)") {
+TEST_CASE("check: a 130 ns toy trace gets no warning (the noise floor)" * doctest::test_suite("corpus")) {
   const std::string toy = std::string(PTADVISE_SHARED_DIR) + "/traces/kineto__docs__traces__before_fix_trace.json";
   if (!std::filesystem::exists(toy)) {
     MESSAGE("skipped: " << toy << " is absent (the shared traces live beside the project)");
@@ -318,7 +318,7 @@ TEST_CASE("check: a 130 ns toy trace gets no warning (the noise floor)") {
   CHECK(run.out.find("No findings.") != std::string::npos);
 }
 
-TEST_CASE("check: every format says which rules could not check a CPU-only trace") {
+TEST_CASE("check: every format says which rules could not check a CPU-only trace" * doctest::test_suite("corpus")) {
   const std::string cpu = std::string(PTADVISE_SHARED_DIR) +
                           "/traces/HTA__tests__data__cpu_only__rank-34.Jul_15_10_52_41.1074.pt.trace.json.gz";
   if (!std::filesystem::exists(cpu)) {

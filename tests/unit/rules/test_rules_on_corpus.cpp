@@ -9,6 +9,9 @@
 #include "ptadvise/loader.h"
 #include "ptadvise/rules.h"
 
+// Needs ../shared/traces: ctest runs this suite as the `corpus` test, reported skipped without it.
+TEST_SUITE_BEGIN("corpus");
+
 namespace {
 
 const std::string kTraces = PTADVISE_SHARED_DIR "/traces/";
@@ -74,3 +77,5 @@ TEST_CASE("an explicit synchronize called from Python is its own sync site") {
   REQUIRE(findings->at(1).site.source);
   CHECK(findings->at(1).site.source->file.find("modeling_attn_mask_utils.py") != std::string::npos);
 }
+
+TEST_SUITE_END();
