@@ -6,6 +6,7 @@
 #include <limits>
 #include <unordered_map>
 
+#include "ledger_text.h"
 #include "rule_model.h"
 
 namespace ptadvise {
@@ -372,6 +373,8 @@ class Evaluator {
     if (selection.inside) inside.emplace(*selection.inside, tl_.strings);
     if (selection.not_inside) not_inside.emplace(*selection.not_inside, tl_.strings);
     const size_t count = ev_.size();
+    const std::vector<uint8_t> charged =
+        selection.charged_idle != 0 ? charged_culprits(a_, selection.charged_idle) : std::vector<uint8_t>();
     for (EventIndex i = 0; i < count; ++i) {
       if (selection.kinds != 0 && ((selection.kinds >> static_cast<unsigned>(ev_.kind[i])) & 1u) == 0) continue;
       if (name && !name->matches(ev_.name[i])) continue;
@@ -391,6 +394,7 @@ class Evaluator {
         if (selection.after_first_step && s == 0) continue;
       }
       if (selection.waits_for_gpu && !waits_for_gpu(i)) continue;
+      if (selection.charged_idle != 0 && !charged[i]) continue;
       bool ok = true;
       for (const auto& predicate : selection.args) {
         if (!arg_holds(i, predicate)) {
@@ -594,8 +598,9 @@ class Evaluator {
 
   // After a blocking call returns, the GPU stays idle until the host has queued new work; the ledger charges
   // that refill time to whatever the host does meanwhile (cpu-work, untraced, launch-bound). It is the
-  // blocking call's cost too, so a matched gap takes the rest of its idle stretch, up to the next gap with a
-  // culprit of its own (sync, data-loader) or the end of the stretch.
+  // blocking call's cost too, so a matched gap takes the following gaps of its idle stretch until the GPU
+  // starts the work of the host's next launch (the end of the stretch) — stopping earlier at host work that
+  // launches nothing (its own cause, host-bound CPU work) and at a gap with a culprit of its own.
   void extend_to_refill(const Metric& metric, std::vector<std::vector<uint32_t>>& out) const {
     std::vector<uint32_t> owner(a_.idle.size(), kNone);
     for (uint32_t g = 0; g < out.size(); ++g) {
@@ -611,6 +616,9 @@ class Evaluator {
       const IdleGap& following = a_.idle[next];
       if (!contiguous(current, following) || owner[next] != kNone) continue;
       if (((refill_causes >> static_cast<unsigned>(following.cause)) & 1u) == 0) continue;
+      // Bounded: never across host work that launches nothing (its own cause); the stretch itself ends
+      // when the GPU starts what the host's next launch queued.
+      if (!following.queues_work) continue;
       if (!metric.include_claimed && claimed_[next]) continue;
       owner[next] = owner[k];  // the loop reaches `next` and may extend further
       out[owner[k]].push_back(next);
@@ -797,6 +805,15 @@ class Evaluator {
     return "none";
   }
 
+  // The culprits of the gaps counted by the rule's first idle metric, by name, largest first.
+  std::string idle_culprits() {
+    for (size_t m = 0; m < rule_->metrics.size(); ++m) {
+      if (rule_->metrics[m].kind != MetricKind::Idle) continue;
+      return culprit_breakdown(a_, gaps_for(m), static_cast<double>(steps_), 3, &format_number);
+    }
+    return "none";
+  }
+
   std::string render(const Template& parts, const Site& site) {
     std::string out;
     for (const auto& part : parts) {
@@ -820,6 +837,7 @@ class Evaluator {
           break;
         }
         case TemplatePart::Kind::Idle: out += idle_breakdown(); break;
+        case TemplatePart::Kind::IdleCulprits: out += idle_culprits(); break;
       }
     }
     return out;

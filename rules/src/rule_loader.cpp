@@ -442,7 +442,7 @@ class RuleCompiler {
   Selection compile_selector(const YAML::Node& node, const std::string& key, std::vector<size_t>& depends) {
     r_.expect_map(node, key,
                   {"kind", "name", "exclude_name", "family", "exclude_family", "inside", "not_inside", "min_dur", "max_dur", "in_step",
-                   "after_first_step", "in_warmup", "waits_for_gpu", "args", "followed_by", "not_followed_by", "preceded_by", "not_preceded_by",
+                   "after_first_step", "in_warmup", "waits_for_gpu", "charged_idle", "args", "followed_by", "not_followed_by", "preceded_by", "not_preceded_by",
                    "contains", "not_contains", "union"});
     Selection selection;
     if (auto parts = node["union"]) {
@@ -481,6 +481,7 @@ class RuleCompiler {
     if (auto n = node["after_first_step"]) selection.after_first_step = r_.boolean(n, key + ".after_first_step");
     if (auto n = node["in_warmup"]) selection.in_warmup = r_.boolean(n, key + ".in_warmup");
     if (auto n = node["waits_for_gpu"]) selection.waits_for_gpu = r_.boolean(n, key + ".waits_for_gpu");
+    if (auto n = node["charged_idle"]) selection.charged_idle = compile_causes(n, key + ".charged_idle");
     if (auto n = node["args"]) {
       if (!n.IsSequence()) r_.fail(n, key + ".args", "expected a list of predicates like {key: bytes, ge: 1MiB}");
       for (const auto& item : n) selection.args.push_back(compile_arg(item, key + ".args"));
@@ -768,6 +769,25 @@ class RuleCompiler {
     check_cycles(rule);
   }
 
+  // A list of idle causes (or `any`) as bits of 1 << IdleCause.
+  uint32_t compile_causes(const YAML::Node& causes, const std::string& key) {
+    uint32_t bits = 0;
+    std::vector<std::string> names = r_.strings(causes, key);
+    for (size_t i = 0; i < names.size(); ++i) {
+      if (names[i] == "any") {
+        bits = ~0u;
+        continue;
+      }
+      auto found = cause_names().find(names[i]);
+      if (found == cause_names().end()) {
+        r_.fail(causes.IsSequence() ? causes[i] : causes, key,
+                "unknown idle cause '" + names[i] + "'; expected any, sync, data-loader, launch-bound, cpu-work or untraced");
+      }
+      bits |= 1u << static_cast<unsigned>(found->second);
+    }
+    return bits;
+  }
+
   void compile_idle(CompiledRule& rule, Metric& metric, const YAML::Node& value, const std::string& key) {
     r_.expect_map(value, key, {"causes", "culprits", "include_claimed", "refill", "max_stretch", "min_stretch", "stat"});
     if (auto bound = value["max_stretch"]) metric.max_stretch_ns = r_.duration_ns(bound, key + ".max_stretch");
@@ -776,19 +796,7 @@ class RuleCompiler {
     metric.unit = MetricUnit::Ms;
     metric.idle_causes = 0;
     if (auto causes = value["causes"]) {
-      std::vector<std::string> names = r_.strings(causes, key + ".causes");
-      for (size_t i = 0; i < names.size(); ++i) {
-        if (names[i] == "any") {
-          metric.idle_causes = ~0u;
-          continue;
-        }
-        auto found = cause_names().find(names[i]);
-        if (found == cause_names().end()) {
-          r_.fail(causes.IsSequence() ? causes[i] : causes, key + ".causes",
-                  "unknown idle cause '" + names[i] + "'; expected any, sync, data-loader, launch-bound, cpu-work or untraced");
-        }
-        metric.idle_causes |= 1u << static_cast<unsigned>(found->second);
-      }
+      metric.idle_causes = compile_causes(causes, key + ".causes");
     } else {
       metric.idle_causes = ~0u;
     }
@@ -916,7 +924,8 @@ class RuleCompiler {
       static const std::map<std::string, TemplatePart::Kind, std::less<>> site = {
           {"site.op", TemplatePart::Kind::SiteOp},         {"site.kernel", TemplatePart::Kind::SiteKernel},
           {"site.name", TemplatePart::Kind::SiteName},     {"site.source", TemplatePart::Kind::SiteSource},
-          {"site.op_chain", TemplatePart::Kind::SiteChain}, {"idle_causes", TemplatePart::Kind::Idle}};
+          {"site.op_chain", TemplatePart::Kind::SiteChain}, {"idle_causes", TemplatePart::Kind::Idle},
+          {"idle_culprits", TemplatePart::Kind::IdleCulprits}};
       if (auto found = site.find(name); found != site.end()) {
         part.kind = found->second;
       } else if (auto metric = metric_index_.find(name); metric != metric_index_.end()) {
@@ -924,7 +933,7 @@ class RuleCompiler {
         part.metric = metric->second;
       } else {
         r_.fail(node, key, "unknown placeholder {" + name + "}; expected a metric, threshold or built-in name, "
-                           "site.op, site.kernel, site.name, site.source, site.op_chain or idle_causes");
+                           "site.op, site.kernel, site.name, site.source, site.op_chain, idle_causes or idle_culprits");
       }
       if (!literal.empty()) parts.push_back(TemplatePart{literal});
       literal.clear();

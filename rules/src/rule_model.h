@@ -53,6 +53,9 @@ struct Selection {
   // Runtime/driver calls that return only after the GPU op they launched has finished (synchronous launches,
   // CUDA_LAUNCH_BLOCKING, pageable copies); other events never match.
   bool waits_for_gpu = false;
+  // `charged_idle: [causes]`: only events the idle ledger charges as the culprit of idle time of these
+  // causes (bits of 1 << IdleCause; 0 = no filter).
+  uint32_t charged_idle = 0;
   std::vector<ArgPredicate> args;
   std::vector<SequencePredicate> sequences;
   std::vector<size_t> union_of;  // `union: [a, b]`: the events of other selections (then no other filter)
@@ -135,7 +138,7 @@ struct SavingTerm {
 // A message template split into literal text and placeholders.
 struct TemplatePart {
   std::string literal;
-  enum class Kind { Literal, Metric, SiteOp, SiteKernel, SiteName, SiteSource, SiteChain, Idle } kind =
+  enum class Kind { Literal, Metric, SiteOp, SiteKernel, SiteName, SiteSource, SiteChain, Idle, IdleCulprits } kind =
       Kind::Literal;
   size_t metric = 0;
   bool as_bytes = false;

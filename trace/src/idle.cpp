@@ -132,6 +132,7 @@ enum class PieceKind { Sync, DataLoader, Launch, Work, Untraced };
 struct Classified {
   PieceKind kind;
   EventIndex culprit;
+  EventIndex innermost;
 };
 
 class LedgerBuilder {
@@ -139,6 +140,7 @@ class LedgerBuilder {
   LedgerBuilder(const Timeline& timeline, const NameClasses& names, Analysis& analysis)
       : timeline_(timeline), events_(timeline.events), names_(names), analysis_(analysis) {
     mark_blocking_calls();
+    mark_launching_events();
   }
 
   void charge_gap(int32_t device, uint32_t step, int64_t start, int64_t end, EventIndex next_op,
@@ -184,7 +186,11 @@ class LedgerBuilder {
           }
           break;
       }
-      append(device, step, pieces_[p].start_ns, pieces_[p].end_ns, cause, culprit);
+      const PieceKind kind = classified_[p].kind;
+      const bool launching = kind == PieceKind::Launch;
+      const bool queues_work = launching || kind == PieceKind::Untraced ||
+                               (kind == PieceKind::Work && launches_gpu_work(classified_[p].innermost));
+      append(device, step, pieces_[p].start_ns, pieces_[p].end_ns, cause, culprit, launching, queues_work);
     }
   }
 
@@ -211,8 +217,24 @@ class LedgerBuilder {
     }
   }
 
+  // Every event with a launch of GPU work inside it (the launch call and all that encloses it).
+  void mark_launching_events() {
+    launching_.assign(events_.size(), 0);
+    for (EventIndex e = 0; e < events_.size(); ++e) {
+      if (!is_gpu_activity(events_.kind[e])) continue;
+      for (EventIndex up = events_.launch[e]; up != kNone && !launching_[up]; up = events_.parent[up]) launching_[up] = 1;
+    }
+  }
+
+  // Host work on the way to the next launch: the innermost event running has a launch inside it (an op
+  // that launches, Python glue directly in a frame that launches). Only the innermost event counts, so a
+  // frame enclosing the whole loop does not make unrelated work below it (preprocessing) count.
+  bool launches_gpu_work(EventIndex innermost) const {
+    return innermost != kNone && innermost < launching_.size() && launching_[innermost];
+  }
+
   Classified classify(EventIndex innermost) const {
-    if (innermost == kNone) return {PieceKind::Untraced, kNone};
+    if (innermost == kNone) return {PieceKind::Untraced, kNone, kNone};
     EventIndex sync = kNone, loader = kNone, launch = kNone, op = kNone, python = kNone, note = kNone,
                other_call = kNone;
     for (EventIndex e = innermost; e != kNone; e = events_.parent[e]) {
@@ -240,21 +262,22 @@ class LedgerBuilder {
         if (python == kNone) python = e;
       }
     }
-    if (sync != kNone) return {PieceKind::Sync, op != kNone ? op : sync};
-    if (loader != kNone) return {PieceKind::DataLoader, loader};
-    if (launch != kNone) return {PieceKind::Launch, op != kNone ? op : launch};
+    if (sync != kNone) return {PieceKind::Sync, op != kNone ? op : sync, innermost};
+    if (loader != kNone) return {PieceKind::DataLoader, loader, innermost};
+    if (launch != kNone) return {PieceKind::Launch, op != kNone ? op : launch, innermost};
     for (EventIndex culprit : {op, python, note, other_call}) {
-      if (culprit != kNone) return {PieceKind::Work, culprit};
+      if (culprit != kNone) return {PieceKind::Work, culprit, innermost};
     }
-    return {PieceKind::Untraced, kNone};
+    return {PieceKind::Untraced, kNone, innermost};
   }
 
-  void append(int32_t device, uint32_t step, int64_t start, int64_t end, IdleCause cause, EventIndex culprit) {
+  void append(int32_t device, uint32_t step, int64_t start, int64_t end, IdleCause cause, EventIndex culprit,
+              bool launching, bool queues_work) {
     auto& ledger = analysis_.idle;
     if (!ledger.empty()) {
       IdleGap& last = ledger.back();
       if (last.device == device && last.step == step && last.end_ns == start && last.cause == cause &&
-          last.culprit == culprit) {
+          last.culprit == culprit && last.launching == launching && last.queues_work == queues_work) {
         last.end_ns = end;
         return;
       }
@@ -266,6 +289,8 @@ class LedgerBuilder {
     gap.end_ns = end;
     gap.cause = cause;
     gap.culprit = culprit;
+    gap.launching = launching;
+    gap.queues_work = queues_work;
     ledger.push_back(gap);
   }
 
@@ -274,6 +299,7 @@ class LedgerBuilder {
   const NameClasses& names_;
   Analysis& analysis_;
   std::unordered_set<EventIndex> blocking_;
+  std::vector<uint8_t> launching_;  // per event: a launch of GPU work is inside it
   std::vector<Piece> pieces_;
   std::vector<Classified> classified_;
 };

@@ -78,7 +78,7 @@ TEST_CASE("unknown keys are errors naming line, column and key") {
   CHECK(error_of(replace_line(kValid, 11, "  syncs: {kind: cpu_op, nam: x}")) ==
         "r.yaml:11:25: select.syncs.nam: unknown key; expected one of kind, name, exclude_name, family, "
         "exclude_family, inside, not_inside, min_dur, max_dur, in_step, after_first_step, in_warmup, waits_for_gpu, "
-        "args, followed_by, not_followed_by, preceded_by, not_preceded_by, contains, not_contains, union");
+        "charged_idle, args, followed_by, not_followed_by, preceded_by, not_preceded_by, contains, not_contains, union");
 }
 
 TEST_CASE("kernel family selectors: known families, kernels only") {
@@ -135,7 +135,7 @@ TEST_CASE("references to unknown names are errors") {
         "r.yaml:13:7: when: expected 'NAME OP VALUE' with OP one of < <= > >= == !=, got 'count => 1'");
   CHECK(error_of(replace_line(kValid, 14, "message: \"{site.opp}\"")) ==
         "r.yaml:14:10: message: unknown placeholder {site.opp}; expected a metric, threshold or built-in name, "
-        "site.op, site.kernel, site.name, site.source, site.op_chain or idle_causes");
+        "site.op, site.kernel, site.name, site.source, site.op_chain, idle_causes or idle_culprits");
   CHECK(error_of(replace_line(kValid, 12, "group: {by: [opp]}")) ==
         "r.yaml:12:14: group.by: unknown site key 'opp'; expected op, op_chain, kernel, name, source or bytes");
   CHECK(error_of(replace_line(kValid, 11, "  syncs: {followed_by: {select: other, within: 1us}}")) ==

@@ -55,6 +55,12 @@ struct IdleGap {
   int64_t end_ns = 0;
   IdleCause cause = IdleCause::Untraced;
   EventIndex culprit = kNone;
+  // What the host thread was doing, for the refill after a blocking call (docs/ANALYSIS.md): `launching`
+  // — inside a launch call, the GPU gets work once it returns; `queues_work` — the launch itself, Python
+  // glue with nothing recorded, or an op or frame that launches GPU work, i.e. on the way to the next
+  // launch. Host work that launches nothing (preprocessing, decoding) has neither.
+  bool launching = false;
+  bool queues_work = false;
   int64_t duration_ns() const { return end_ns - start_ns; }
 };
 
