@@ -301,6 +301,12 @@ void print_json(const Report& report, std::ostream& out) {
     out << "      \"step_note\": " << jstr(trace.step_note) << ",\n";
     out << "      \"step_ms\": " << fixed(trace.step_ms, 3) << ",\n";
     out << "      \"gpu_busy_pct\": " << fixed(trace.gpu_busy_pct, 2) << ",\n";
+    if (trace.summary) {
+      out << "      \"compute_busy_pct\": " << fixed(trace.summary->compute_busy_pct, 2) << ",\n";
+      out << "      \"communication_pct\": " << fixed(trace.summary->communication_pct, 2) << ",\n";
+      out << "      \"copy_pct\": " << fixed(trace.summary->copy_pct, 2) << ",\n";
+      out << "      \"idle_pct\": " << fixed(trace.summary->idle_pct, 2) << ",\n";
+    }
     out << "      \"recoverable_ms_per_step\": " << fixed(trace.recoverable_ms, 3) << ",\n";
     out << "      \"recoverable_pct\": "
         << fixed(trace.step_ms > 0 ? 100.0 * trace.recoverable_ms / trace.step_ms : 0.0, 2) << ",\n";

@@ -78,12 +78,6 @@ uint16_t classify_name(std::string_view name) {
   if (name == "Stream Sync" || name == "Event Sync" || name == "Context Sync" || name == "Device Sync") {
     classes |= kHostSyncRecord;
   }
-  std::string_view bare = name;
-  if (bare.starts_with("void ")) bare.remove_prefix(5);
-  if (bare.starts_with("nccl") || bare.starts_with("rccl") || name.find("ncclKernel_") != std::string_view::npos ||
-      name.find("ncclDevKernel_") != std::string_view::npos) {
-    classes |= kCommunication;
-  }
   return classes;
 }
 

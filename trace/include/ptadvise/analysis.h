@@ -132,6 +132,14 @@ struct IdleShare {
   IdleCause cause = IdleCause::Untraced;
   double ms = 0;  // ledger time charged to the cause, all devices, all steps
 };
+// What one device did during the steady steps' windows, each moment counted once in this order: compute
+// kernels, communication kernels (family `communication`: NCCL/RCCL, mostly waiting for peers), copies
+// (memcpy, then memset), idle. Shares add up to 100; the ms figures are per steady step.
+struct DeviceShare {
+  int32_t device = -1;
+  double compute_busy_pct = 0, communication_pct = 0, copy_pct = 0, idle_pct = 0;
+  double compute_ms = 0, communication_ms = 0, copy_ms = 0, idle_ms = 0;  // per steady step
+};
 struct Summary {
   std::string path;
   std::vector<DeviceInfo> devices;  // devices with activity (from deviceProperties when present)
@@ -153,6 +161,9 @@ struct Summary {
   double compute_busy_pct = 0, communication_pct = 0, copy_pct = 0, idle_pct = 0;
   // Breakdown of GPU time within the steady windows, in ms (per device, summed over devices).
   double compute_ms = 0, communication_ms = 0, memcpy_ms = 0, memset_ms = 0, idle_ms = 0;
+  std::vector<DeviceShare> device_shares;  // the same split per device, in device order
+  // Kernel time per steady step by family of data/kernel_families.yaml (all devices, overlaps counted twice).
+  double family_ms_per_step[kKernelFamilyCount] = {};
   double kernels_per_step = 0;
   double tiny_kernel_pct = 0;  // kernels shorter than 10 us, % of kernel count
   int64_t kernel_count = 0;    // kernels inside steps
