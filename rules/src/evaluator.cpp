@@ -8,6 +8,7 @@
 
 #include "ledger_text.h"
 #include "rule_model.h"
+#include "step_claims.h"
 
 namespace ptadvise {
 
@@ -109,8 +110,9 @@ struct TrackIndex {
 
 class Evaluator {
  public:
-  Evaluator(const Analysis& analysis, std::vector<uint8_t>& claimed)
-      : a_(analysis), tl_(*analysis.timeline), ev_(analysis.timeline->events), claimed_(claimed) {
+  Evaluator(const Analysis& analysis, std::vector<uint8_t>& claimed, StepClaims& step_claims)
+      : a_(analysis), tl_(*analysis.timeline), ev_(analysis.timeline->events), claimed_(claimed),
+        step_claims_(step_claims) {
     // Per-step figures describe the steady-state steps: divided by their count, percentages by their
     // mean period (never a mean over one set of steps divided by a median over another).
     steps_ = std::max<size_t>(1, a_.steady_step_count());
@@ -899,15 +901,30 @@ class Evaluator {
     finding.time_ms_per_step = metric_named("time_ms");
     finding.steps_present_pct = metric_named("steps_present_pct");
 
-    double saving = 0;
+    // Time terms count only GPU ops no earlier finding claimed, within the GPU bound and the step that are
+    // left (step_claims.h); what is asked for beyond that is said in the method.
+    double gpu_ms = 0, other_ms = 0;
+    std::vector<const std::vector<EventIndex>*> gpu_events;
     for (const auto& term : rule.saving) {
       if (term.when && !holds(*term.when)) continue;
+      if (rule.metrics[term.metric].kind == MetricKind::Time) {
+        const auto& events = events_of(rule.metrics[term.metric]);
+        StepClaims::Time time = step_claims_.time_of(events, static_cast<double>(steps_));
+        gpu_ms += term.factor * time.gpu_ms;
+        other_ms += term.factor * time.host_ms;
+        if (term.factor != 0) gpu_events.push_back(&events);
+        continue;
+      }
       double v = value(term.metric);
-      if (!std::isnan(v)) saving += term.factor * v;
+      if (!std::isnan(v)) other_ms += term.factor * v;
     }
-    finding.saving_ms_per_step = std::max(0.0, saving);
+    const StepClaims::Grant granted = step_claims_.grant(gpu_ms, other_ms);
+    finding.saving_ms_per_step = granted.total_ms;
     finding.saving_pct = step_period_ms_ > 0 ? finding.saving_ms_per_step / step_period_ms_ * 100.0 : 0.0;
     finding.saving_method = rule.saving_method;
+    if (granted.total_ms + 5e-4 < std::max(0.0, gpu_ms + other_ms)) {
+      finding.saving_method += " " + limited_note(gpu_ms, other_ms, granted);
+    }
     finding.confidence = rule.confidence;
     // The noise floor: a rule that estimates a saving reports only savings above both minimums (rules
     // whose saving is 0 by design report facts, never fail a gate, and are exempt).
@@ -927,6 +944,7 @@ class Evaluator {
     }
     finding.message = render(rule.message, finding.site);
 
+    step_claims_.commit(gpu_events, granted);
     // Claim the ledger gaps this finding counted, so later rules cannot count them again.
     for (size_t m = 0; m < rule.metrics.size(); ++m) {
       const Metric& metric = rule.metrics[m];
@@ -942,10 +960,24 @@ class Evaluator {
     return finding;
   }
 
+  // Why a saving is below what the rule's terms ask for, for the finding's method.
+  std::string limited_note(double gpu_ms, double other_ms, const StepClaims::Grant& granted) const {
+    std::string note = "Limited to " + format_number(granted.total_ms) + " of " + format_number(gpu_ms + other_ms) +
+                       " ms per step:";
+    if (granted.gpu_ms + 5e-4 < gpu_ms) {
+      note += " faster GPU work shortens this step by at most " + format_number(a_.gpu_bound_ns_per_step() / 1e6) +
+              " ms (the rest of the step is the host's own work), shared with earlier findings;";
+    }
+    if (granted.total_ms + 5e-4 < granted.gpu_ms + other_ms) note += " earlier findings claimed the rest of the step;";
+    note.back() = '.';
+    return note;
+  }
+
   const Analysis& a_;
   const Timeline& tl_;
   const Events& ev_;
   std::vector<uint8_t>& claimed_;
+  StepClaims& step_claims_;
   std::vector<int64_t> stretch_ns_;  // per ledger entry: length of the idle stretch it belongs to
   size_t steps_ = 1;
   double step_period_ms_ = 0;
@@ -1001,7 +1033,8 @@ std::vector<Finding> evaluate(const RuleSet& rules, const Analysis& analysis, co
   for (const DeviceInfo& device : timeline.devices) has_properties = has_properties || device.compute_major >= 0;
   Coverage counted;
   std::vector<uint8_t> claimed(analysis.idle.size(), 0);
-  Evaluator evaluator(analysis, claimed);
+  StepClaims step_claims(analysis);
+  Evaluator evaluator(analysis, claimed, step_claims);
   // Root causes (`order: first`) claim idle time before the rules for its symptoms; catch-all rules
   // (`order: last`) run after the specific ones and see only the idle time left unclaimed.
   for (int pass = 0; pass < 3; ++pass) {
