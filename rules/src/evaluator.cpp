@@ -595,9 +595,9 @@ class Evaluator {
 
   // After a blocking call returns, the GPU stays idle until the host has queued new work; the ledger charges
   // that refill time to whatever the host does meanwhile (cpu-work, untraced, launch-bound). It is the
-  // blocking call's cost too, so a matched gap takes the following gaps of its idle stretch until the GPU
-  // starts the work of the host's next launch (the end of the stretch) — stopping earlier at host work that
-  // launches nothing (its own cause, host-bound CPU work) and at a gap with a culprit of its own.
+  // blocking call's cost too, so a matched gap takes the following gaps of its idle stretch up to the host's
+  // next launch — never across host work that launches nothing (its own cause, host-bound CPU work) or a
+  // gap with a culprit of its own, and nothing when the host launches nothing before the stretch ends.
   void extend_to_refill(const Metric& metric, std::vector<std::vector<uint32_t>>& out) const {
     std::vector<uint32_t> owner(a_.idle.size(), kNone);
     for (uint32_t g = 0; g < out.size(); ++g) {
@@ -606,19 +606,34 @@ class Evaluator {
     const uint32_t refill_causes = (1u << static_cast<unsigned>(IdleCause::CpuWork)) |
                                    (1u << static_cast<unsigned>(IdleCause::Untraced)) |
                                    (1u << static_cast<unsigned>(IdleCause::LaunchBound));
-    for (uint32_t k = 0; k + 1 < a_.idle.size(); ++k) {
-      if (owner[k] == kNone) continue;
-      uint32_t next = k + 1;
-      const IdleGap& current = a_.idle[k];
-      const IdleGap& following = a_.idle[next];
-      if (!contiguous(current, following) || owner[next] != kNone) continue;
-      if (((refill_causes >> static_cast<unsigned>(following.cause)) & 1u) == 0) continue;
-      // Bounded: never across host work that launches nothing (its own cause); the stretch itself ends
-      // when the GPU starts what the host's next launch queued.
-      if (!following.queues_work) continue;
-      if (!metric.include_claimed && claimed_[next]) continue;
-      owner[next] = owner[k];  // the loop reaches `next` and may extend further
-      out[owner[k]].push_back(next);
+    const size_t count = a_.idle.size();
+    std::vector<uint8_t> matched(count, 0);
+    for (uint32_t k = 0; k < count; ++k) matched[k] = owner[k] != kNone;
+    for (uint32_t k = 0; k < count; ++k) {
+      if (!matched[k]) continue;
+      // Walk the rest of the stretch while the host is on its way to a launch, up to host work that launches
+      // nothing or a culprit of its own. A stretch that ends without the host ever launching again (a
+      // harness's sync, then nothing) was not refilled by anything: it adds no refill.
+      uint32_t last_launch = k, last = k;
+      bool stopped = false;
+      for (uint32_t next = k + 1; next < count; ++next) {
+        const IdleGap& following = a_.idle[next];
+        if (!contiguous(a_.idle[next - 1], following)) break;  // the end of the stretch
+        const bool eligible = owner[next] == kNone &&
+                              ((refill_causes >> static_cast<unsigned>(following.cause)) & 1u) != 0 &&
+                              (metric.include_claimed || !claimed_[next]) && following.queues_work;
+        if (!eligible) {
+          stopped = true;
+          break;
+        }
+        last = next;
+        if (following.launching) last_launch = next;
+      }
+      const uint32_t end = stopped || last_launch != k ? last : k;
+      for (uint32_t next = k + 1; next <= end; ++next) {
+        owner[next] = owner[k];
+        out[owner[k]].push_back(next);
+      }
     }
     for (auto& gaps : out) std::sort(gaps.begin(), gaps.end());
   }
