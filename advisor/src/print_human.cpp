@@ -50,7 +50,7 @@ void print_trace_header(const TraceReport& trace, std::ostream& out, const Palet
   out << "  coverage: " << format::coverage_line(trace) << "\n";
   out << "  recoverable: ~" << fixed(trace.recoverable_ms, 3) << " ms per step ("
       << pct_of_step(trace.recoverable_ms, trace.step_ms) << " of step time) from " << trace.findings.size()
-      << (trace.findings.size() == 1 ? " finding" : " findings") << ", each site counted once\n";
+      << (trace.findings.size() == 1 ? " finding" : " findings") << ", each nanosecond claimed once\n";
   // Load warnings go to stderr as they happen (run_check); repeating them here would print them twice.
   out << "\n";
 }

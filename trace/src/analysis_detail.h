@@ -3,6 +3,7 @@
 
 #include <cstdint>
 #include <string_view>
+#include <unordered_set>
 #include <vector>
 
 #include "ptadvise/analysis.h"
@@ -46,6 +47,12 @@ void measure_periods(const Timeline& timeline, const NameClasses& names, Analysi
 void compute_busy(const Timeline& timeline, Analysis& analysis);
 void compute_step_windows(Analysis& analysis);
 void build_idle_ledger(const Timeline& timeline, const NameClasses& names, Analysis& analysis);
+// Runtime/driver calls that block the host until the GPU catches up: synchronizes, synchronous copies, an
+// async copy followed by a synchronize, calls a host-wait cuda_sync record links to.
+std::unordered_set<EventIndex> blocking_calls(const Timeline& timeline, const NameClasses& names);
+// The rest of the step ledger (step_ledger.cpp): per step, GPU busy time and how much of it faster GPU
+// work could take off the step.
+void build_step_ledger(const Timeline& timeline, const NameClasses& names, Analysis& analysis);
 
 // Merges intervals in place (sorted by start first); the result is disjoint and sorted.
 void merge_intervals(std::vector<Interval>& intervals);

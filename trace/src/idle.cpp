@@ -135,11 +135,39 @@ struct Classified {
   EventIndex innermost;
 };
 
+}  // namespace
+
+// cudaMemcpyAsync followed by a synchronize on the same thread (`.item()`, `.cpu()`) blocks like a
+// synchronous copy; so does a call that a cuda_sync record shows waiting on the host.
+std::unordered_set<EventIndex> blocking_calls(const Timeline& timeline, const NameClasses& names) {
+  const Events& events = timeline.events;
+  std::unordered_set<EventIndex> blocking;
+  for (uint32_t t = 0; t < timeline.tracks.size(); ++t) {
+    if (timeline.tracks[t].kind != TrackKind::Cpu) continue;
+    EventIndex pending_copy = kNone;
+    for (EventIndex e : timeline.track_events[t]) {
+      EventKind kind = events.kind[e];
+      if (kind != EventKind::Runtime && kind != EventKind::Driver) continue;
+      if (pending_copy != kNone && events.parent[e] == pending_copy) continue;  // its driver call
+      if (pending_copy != kNone && names.has(timeline, e, kSyncCall)) blocking.insert(pending_copy);
+      pending_copy = names.has(timeline, e, kAsyncMemcpy) ? e : kNone;
+    }
+  }
+  for (EventIndex e = 0; e < events.size(); ++e) {
+    if (events.kind[e] == EventKind::Sync && events.launch[e] != kNone && names.has(timeline, e, kHostSyncRecord)) {
+      blocking.insert(events.launch[e]);
+    }
+  }
+  return blocking;
+}
+
+namespace {
+
 class LedgerBuilder {
  public:
   LedgerBuilder(const Timeline& timeline, const NameClasses& names, Analysis& analysis)
       : timeline_(timeline), events_(timeline.events), names_(names), analysis_(analysis) {
-    mark_blocking_calls();
+    blocking_ = blocking_calls(timeline, names);
     mark_launching_events();
   }
 
@@ -195,28 +223,6 @@ class LedgerBuilder {
   }
 
  private:
-  // cudaMemcpyAsync followed by a synchronize on the same thread (`.item()`, `.cpu()`) blocks like a
-  // synchronous copy; so does a call that a cuda_sync record shows waiting on the host.
-  void mark_blocking_calls() {
-    for (uint32_t t = 0; t < timeline_.tracks.size(); ++t) {
-      if (timeline_.tracks[t].kind != TrackKind::Cpu) continue;
-      EventIndex pending_copy = kNone;
-      for (EventIndex e : timeline_.track_events[t]) {
-        EventKind kind = events_.kind[e];
-        if (kind != EventKind::Runtime && kind != EventKind::Driver) continue;
-        if (pending_copy != kNone && events_.parent[e] == pending_copy) continue;  // its driver call
-        if (pending_copy != kNone && names_.has(timeline_, e, kSyncCall)) blocking_.insert(pending_copy);
-        pending_copy = names_.has(timeline_, e, kAsyncMemcpy) ? e : kNone;
-      }
-    }
-    for (EventIndex e = 0; e < events_.size(); ++e) {
-      if (events_.kind[e] == EventKind::Sync && events_.launch[e] != kNone &&
-          names_.has(timeline_, e, kHostSyncRecord)) {
-        blocking_.insert(events_.launch[e]);
-      }
-    }
-  }
-
   // Every event with a launch of GPU work inside it (the launch call and all that encloses it).
   void mark_launching_events() {
     launching_.assign(events_.size(), 0);

@@ -39,10 +39,10 @@ std::string describe_site(const Site& site);
 // one site holds several findings of a rule) and `rank` (1-based).
 void rank_findings(std::vector<Finding>& findings);
 
-// What all findings of one trace can give back per step, counted once. Two findings that claim the same
-// site (the same source line, else the same op and GPU op) overlap: only the larger saving counts.
-// Different sites add up (idle time comes from one ledger in which each microsecond has one cause).
-// The total never exceeds the step time.
+// What all findings of one trace can give back per step: the sum of their savings. The rules engine's
+// claims make it a sum of disjoint parts of the step (each idle gap and each GPU op claimed by one finding,
+// GPU-time savings within what faster GPU work can take off the step, all within the step period), so it
+// is shown as it is, never capped; `step_ms` is kept for callers and unused.
 double recoverable_ms_per_step(const std::vector<Finding>& findings, double step_ms);
 
 // ---------------------------------------------------------------------------------------------------

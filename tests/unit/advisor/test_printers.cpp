@@ -28,7 +28,7 @@ TEST_CASE("text report: ranked findings with site, cost, evidence, help and note
         "ptadvise: run/trace.json\n"
         "  NVIDIA A100-SXM4-80GB, 8 steps (ProfilerStep markers), step time 25.000 ms, GPU busy 61.5%\n"
             "  coverage: 19 of 20 rules checked this trace; 1 could not: no Python stacks (PTA111)\n"
-        "  recoverable: ~5.000 ms per step (20.0% of step time) from 3 findings, each site counted once\n"
+        "  recoverable: ~5.800 ms per step (23.2% of step time) from 3 findings, each nanosecond claimed once\n"
         "\n"
         "#1 warning[PTA101] item-sync-in-step: .item() blocks the host until the GPU catches up, every step\n"
         "  --> train.py:42 in train_step\n"
@@ -87,7 +87,7 @@ TEST_CASE("json report carries ranks, savings, confidence, source and evidence")
   Report report = testing::sample_report();
   std::string json = printed(report, OutputFormat::Json);
   CHECK(json.find("\"findings_total\": 5,\n  \"findings_failing\": 4,") != std::string::npos);
-  CHECK(json.find("\"recoverable_ms_per_step\": 5.000,") != std::string::npos);
+  CHECK(json.find("\"recoverable_ms_per_step\": 5.800,") != std::string::npos);
   CHECK(json.find("\"rank\": 1,\n          \"rule_id\": \"PTA101\",") != std::string::npos);
   CHECK(json.find("\"source\": {\"file\": \"train.py\", \"line\": 42, \"function\": \"train_step\"},") !=
         std::string::npos);
@@ -235,8 +235,8 @@ TEST_CASE("markdown report: table and one section per finding") {
         "\n"
         "## `run/trace.json`\n"
         "\n"
-        "NVIDIA A100-SXM4-80GB · 8 steps · step time **25.000 ms** · GPU busy **61.5%** · recoverable **~5.000 ms "
-        "per step (20.0%)**\n"
+        "NVIDIA A100-SXM4-80GB · 8 steps · step time **25.000 ms** · GPU busy **61.5%** · recoverable **~5.800 ms "
+        "per step (23.2%)**\n"
         "\n"
         "_coverage: 19 of 20 rules checked this trace; 1 could not: no Python stacks (PTA111)_\n"
         "\n"

@@ -64,6 +64,16 @@ struct IdleGap {
   int64_t duration_ns() const { return end_ns - start_ns; }
 };
 
+// The step's side of the ledger beside its idle gaps: GPU busy time and the bound on what faster GPU work
+// (a faster kernel, a removed copy) can take off the step (docs/ANALYSIS.md, "The step ledger").
+struct StepLedger {
+  int64_t window_ns = 0;        // the step's ledger window
+  int64_t busy_ns = 0;          // GPU busy inside it, all devices together
+  int64_t host_period_ns = 0;   // host start to the next step's host start
+  int64_t host_wait_ns = 0;     // of it, the launching thread waiting while the GPU was busy
+  int64_t gpu_bound_ns = 0;     // min(busy, period - (host period - host wait)), at least 0
+};
+
 struct SourceLocation {
   std::string file;
   int line = 0;
@@ -82,6 +92,7 @@ struct Analysis {
   std::vector<int32_t> devices;                 // GPU devices that have activity, sorted
   std::vector<std::vector<Interval>> busy;      // per entry of `devices`: merged kernel/memcpy/memset time
   std::vector<IdleGap> idle;                    // the ledger, sorted by (device, start)
+  std::vector<StepLedger> step_ledger;          // per step: busy time and the GPU-time bound
   std::vector<uint32_t> event_step;             // per event: index into steps, or kNone
   uint32_t main_track = kNone;  // the CPU thread carrying the step markers, else the one launching most GPU work
   std::unordered_map<int64_t, EventIndex> cpu_op_by_external_id;  // `External id` of CPU ops (> 0)
@@ -109,6 +120,8 @@ struct Analysis {
   double median_step_ns() const;  // median period of the steady-state steps
   // Total GPU idle inside the step windows (all devices): the sum of the ledger.
   int64_t total_idle_ns() const;
+  // Mean over the steady steps of StepLedger::gpu_bound_ns: what faster GPU work can take off a step.
+  double gpu_bound_ns_per_step() const;
 
   // `Python id` -> python_function event, built on first use by user_source().
   mutable std::optional<std::unordered_map<int64_t, EventIndex>> python_by_id;
