@@ -15,6 +15,8 @@ deb=$(ls "$scratch"/pkg/ptadvise_*.deb)
 echo "built $(basename "$deb") ($(stat -c %s "$deb") bytes)"
 contents=$(dpkg-deb -c "$deb" | awk '{print $6}')
 for path in ./usr/bin/ptadvise ./usr/share/ptadvise/rules.d/ ./usr/share/ptadvise/python/sitecustomize.py \
+  ./usr/share/ptadvise/schemas/check.schema.json ./usr/share/ptadvise/schemas/summary.schema.json \
+  ./usr/share/ptadvise/schemas/diff.schema.json ./usr/share/ptadvise/python/ptadvise_hook.py \
   ./usr/share/man/man1/ptadvise.1 ./usr/share/bash-completion/completions/ptadvise \
   ./usr/share/zsh/vendor-completions/_ptadvise ./usr/share/fish/vendor_completions.d/ptadvise.fish; do
   grep -qxF "$path" <<<"$contents" || fail "the package lacks $path"
@@ -58,6 +60,11 @@ run_installed "$installed" --version | grep -qF "rule set $(find "$source/rules.
 run_installed "$installed" --version | grep -qxF "data $root/usr/share/ptadvise" || fail "installed data directory"
 run_installed "$installed" explain PTA101 | grep -qF "Defined in $root/usr/share/ptadvise/rules.d/" ||
   fail "the installed binary does not use its own rules"
+
+# The Python package finds the installed binary beside itself (torch.profiler hook, without $PTADVISE).
+found=$(cd / && env -u PTADVISE python3 -c 'import sys; sys.path.insert(0, sys.argv[1]); import ptadvise_hook; print(ptadvise_hook.find_ptadvise())' \
+  "$root/usr/share/ptadvise/python")
+[[ $found == "$installed" ]] || fail "the installed ptadvise_hook finds '$found', not $installed"
 
 for trace in "$example" "$corpus"; do
   [[ -f $trace ]] || continue
