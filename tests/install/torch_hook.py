@@ -22,12 +22,8 @@ sys.path.insert(0, e2e_dir)
 from ptadvise_hook import PtadviseCheckFailed, ptadvise_hook  # noqa: E402
 from train_cpu import SlowDataset  # noqa: E402
 
-failures = []
+from outcome import expect, finish  # noqa: E402
 
-
-def expect(condition, message):
-    if not condition:
-        failures.append(message)
 
 
 def train(hook, cycles=2):
@@ -89,9 +85,5 @@ with tempfile.TemporaryDirectory() as scratch:
     expect(any(line.endswith("(exit 2)") for line in lines) and any("no rules found" in line for line in lines),
            "a failing check was not logged: %s" % lines)
 
-for failure in failures:
-    print("FAIL:", failure)
-if failures:
-    sys.exit(1)
-print("torch.profiler hook: 2 cycles written and checked (PTA106 in the log); --exit-zero, "
-      "raise_on_failure and a failing check behave as documented")
+finish("torch.profiler hook: 2 cycles written and checked (PTA106 in the log); --exit-zero, "
+       "raise_on_failure and a failing check behave as documented")

@@ -21,6 +21,8 @@ import tempfile
 
 import jsonschema
 
+from outcome import failures, finish
+
 ptadvise, schema_dir, scenario_dir, corpus_dir = sys.argv[1:5]
 schema_dir = pathlib.Path(schema_dir).resolve()
 
@@ -60,7 +62,6 @@ def validators(name):
 
 
 counts = {"documents": 0, "traces": 0, "findings": 0}
-failures = []
 
 
 def validate(name, document, label):
@@ -130,13 +131,7 @@ with tempfile.TemporaryDirectory() as scratch:
     if corpus:
         check_and_summary(corpus, "corpus", scratch, thorough=False)
 
-for failure in failures[:40]:
-    print("FAIL:", failure)
-if failures:
-    sys.exit(1)
-print(f"validated {counts['documents']} JSON documents ({counts['traces']} traces in check reports, "
-      f"{counts['findings']} findings) against {', '.join(sorted(published))}")
-if not corpus:
-    print(f"skipped: {corpus_dir} is absent (the shared trace corpus lives beside the project); "
-          "only the scenario traces were validated")
-    sys.exit(77)
+finish(f"validated {counts['documents']} JSON documents ({counts['traces']} traces in check reports, "
+       f"{counts['findings']} findings) against {', '.join(sorted(published))}",
+       skipped=None if corpus else f"{corpus_dir} is absent (the shared trace corpus lives beside the project); "
+                                   "only the scenario traces were validated")

@@ -21,13 +21,9 @@ import tempfile
 
 import yaml
 
+from outcome import expect, finish
+
 ptadvise, source, sarif_schema = sys.argv[1:4]
-failures = []
-
-
-def expect(condition, message):
-    if not condition:
-        failures.append(message)
 
 
 def scenario(name):
@@ -152,9 +148,5 @@ with tempfile.TemporaryDirectory() as repo:
     code, outputs, log = action_steps(repo, action_env, {"traces": "missing/", "ptadvise": ptadvise})
     expect(code == 2 and outputs["check"]["exit-code"] == "2", "action on a missing trace: exit %d\n%s" % (code, log))
 
-for failure in failures:
-    print("FAIL:", failure)
-if failures:
-    sys.exit(1)
-print("pre-commit hooks and the GitHub Action: findings fail, the baseline passes, input errors exit 2; "
-      "annotations, job summary and SARIF written")
+finish("pre-commit hooks and the GitHub Action: findings fail, the baseline passes, input errors exit 2; "
+       "annotations, job summary and SARIF written")
