@@ -23,7 +23,7 @@ int main(int argc, char** argv) {
       "ptadvise finds the known performance mistakes of PyTorch training runs in profiler traces,\n"
       "estimates what each one costs per step, ranks them and tells you the fix."};
   app.name("ptadvise");
-  app.set_version_flag("--version", std::string("ptadvise ") + PTADVISE_VERSION);
+  add_version_flag(app);
   app.require_subcommand(1);
   app.footer(
       "Exit codes: 0 clean, 1 findings at or above --fail-on, 2 usage/config/rule/trace input error,\n"
@@ -33,6 +33,7 @@ int main(int argc, char** argv) {
   add_rules_commands(app);
   add_diff_command(app);
   add_run_command(app);
+  add_generate_commands(app);  // last: they describe the commands above
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

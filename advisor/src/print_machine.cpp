@@ -6,6 +6,7 @@
 
 #include "format.h"
 #include "ptadvise/advisor.h"
+#include "ptadvise/schema_versions.h"
 #include "ptadvise/summary_printer.h"
 
 namespace ptadvise {
@@ -273,6 +274,7 @@ void print_report(const Report& report, OutputFormat format, std::ostream& out, 
 
 void print_json(const Report& report, std::ostream& out) {
   out << "{\n";
+  out << "  \"schema_version\": " << jstr(kCheckSchemaVersion) << ",\n";
   out << "  \"tool\": {\"name\": \"ptadvise\", \"version\": " << jstr(report.tool_version) << "},\n";
   out << "  \"fail_on\": " << jstr(to_string(report.fail_on)) << ",\n";
   out << "  \"findings_total\": " << report.finding_count() << ",\n";

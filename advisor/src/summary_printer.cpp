@@ -1,5 +1,6 @@
 // Renders a Summary as text or JSON. No analysis here: only formatting of the computed figures.
 #include "ptadvise/summary_printer.h"
+#include "ptadvise/schema_versions.h"
 
 #include <charconv>
 #include <cmath>
@@ -196,6 +197,8 @@ void write_stats(JsonWriter& json, const std::vector<KernelStat>& stats) {
 
 void write_summary(JsonWriter& json, const Summary& summary) {
   json.begin_object();
+  json.key("schema_version");
+  json.value(kSummarySchemaVersion);
   json.key("path");
   json.value(summary.path);
   json.key("rank");
