@@ -2,7 +2,9 @@
 // once, to what the launching host thread was doing at that moment.
 #include <algorithm>
 #include <limits>
+#include <unordered_map>
 #include <unordered_set>
+#include <vector>
 
 #include "analysis_detail.h"
 
@@ -211,35 +213,60 @@ class LedgerBuilder {
     }
   }
 
-  Classified classify(EventIndex innermost) const {
-    if (innermost == kNone) return {PieceKind::Untraced, kNone};
+  // The innermost event of each role on the chain from an event up to its outermost parent.
+  struct Chain {
     EventIndex sync = kNone, loader = kNone, launch = kNone, op = kNone, python = kNone, note = kNone,
                other_call = kNone;
+  };
+
+  // Computed once per event from its parent's chain: walking the whole chain for every piece was quadratic
+  // in the nesting depth (200k nested ops took minutes).
+  const Chain& chain_of(EventIndex innermost) const {
+    if (auto found = chains_.find(innermost); found != chains_.end()) return found->second;
+    std::vector<EventIndex> path;  // innermost first, up to the first event already known
+    Chain chain;
     for (EventIndex e = innermost; e != kNone; e = events_.parent[e]) {
-      EventKind kind = events_.kind[e];
-      uint16_t classes = names_.by_name[events_.name[e]];
+      if (auto found = chains_.find(e); found != chains_.end()) {
+        chain = found->second;
+        break;
+      }
+      path.push_back(e);
+    }
+    for (auto it = path.rbegin(); it != path.rend(); ++it) {
+      const EventIndex e = *it;
+      const EventKind kind = events_.kind[e];
+      const uint16_t classes = names_.by_name[events_.name[e]];
       if (kind == EventKind::Runtime || kind == EventKind::Driver) {
         if ((classes & kSyncCall) || blocking_.count(e)) {
-          if (sync == kNone) sync = e;
+          chain.sync = e;
         } else if (classes & kLaunchCall) {
-          if (launch == kNone) launch = e;
-        } else if (other_call == kNone) {
-          other_call = e;
+          chain.launch = e;
+        } else {
+          chain.other_call = e;
         }
       } else if (kind == EventKind::CpuOp || kind == EventKind::UserAnnotation) {
         if (classes & kDataLoader) {
-          if (loader == kNone) loader = e;
+          chain.loader = e;
         } else if (classes & kStepMarker) {
           // the step itself says nothing about what ran inside it
         } else if (kind == EventKind::CpuOp) {
-          if (op == kNone) op = e;
-        } else if (note == kNone) {
-          note = e;
+          chain.op = e;
+        } else {
+          chain.note = e;
         }
       } else if (kind == EventKind::PythonFunction) {
-        if (python == kNone) python = e;
+        chain.python = e;
       }
+      chains_.emplace(e, chain);
     }
+    return chains_.at(innermost);
+  }
+
+  Classified classify(EventIndex innermost) const {
+    if (innermost == kNone) return {PieceKind::Untraced, kNone};
+    const Chain& chain = chain_of(innermost);
+    const EventIndex sync = chain.sync, loader = chain.loader, launch = chain.launch, op = chain.op,
+                     python = chain.python, note = chain.note, other_call = chain.other_call;
     if (sync != kNone) return {PieceKind::Sync, op != kNone ? op : sync};
     if (loader != kNone) return {PieceKind::DataLoader, loader};
     if (launch != kNone) return {PieceKind::Launch, op != kNone ? op : launch};
@@ -275,6 +302,7 @@ class LedgerBuilder {
   Analysis& analysis_;
   std::unordered_set<EventIndex> blocking_;
   std::vector<Piece> pieces_;
+  mutable std::unordered_map<EventIndex, Chain> chains_;
   std::vector<Classified> classified_;
 };
 

@@ -474,7 +474,14 @@ TEST_CASE("loader: gzip input, including multi-member streams, from bytes and fr
   std::string corrupt = gzip(text);
   corrupt[corrupt.size() / 2] = static_cast<char>(corrupt[corrupt.size() / 2] ^ 0x55);
   corrupt.resize(corrupt.size() - 12);
-  CHECK(load_error(corrupt).find("trace.json: corrupt gzip data at compressed byte 0") == 0);
+  // Damaged in the middle: what inflates before the damage is used, with a warning (like a cut file).
+  auto damaged = ptadvise::load_trace_bytes(corrupt, "trace.json");
+  REQUIRE(std::holds_alternative<Timeline>(damaged));
+  CHECK(std::get<Timeline>(damaged).stats.warnings.at(0).find(
+            "trace.json: the gzip data is cut short or damaged after compressed byte ") == 0);
+  // Nothing inflates at all: an error.
+  CHECK(load_error(std::string("\x1f\x8b\x08\x00garbage garbage garbage")) ==
+        "trace.json: corrupt gzip data at compressed byte 0");
 }
 
 TEST_CASE("loader: directories load one timeline per file, ranked by distributedInfo, file name, then order") {
