@@ -1,6 +1,7 @@
 // `ptadvise run`'s in-process part: launch planning, the child process, and what a run left behind.
 #include <doctest/doctest.h>
 #include <dlfcn.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <csignal>
@@ -231,4 +232,70 @@ TEST_CASE("run: the driver probe explains a machine without an NVIDIA driver") {
   CHECK_FALSE(probe.usable);
   CHECK(probe.device_count == 0);
   CHECK(probe.message.find("no NVIDIA driver: libcuda.so.1 cannot be loaded") == 0);
+}
+
+TEST_CASE("run: SIGUSR1 sent to ptadvise reaches the child too") {
+  TemporaryDirectory dir;
+  fs::path ready = dir.path / "ready";
+  LaunchPlan plan;
+  plan.argv = {"/bin/sh", "-c", "trap 'exit 43' USR1; touch \"$1\"; while :; do sleep 0.05; done", "sh",
+               ready.string()};
+  pid_t self = ::getpid();
+  std::thread sender([self, ready] {
+    for (int wait = 0; wait < 2000 && !fs::exists(ready); ++wait) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    ::kill(self, SIGUSR1);
+  });
+  auto outcome = ptadvise::run_child(plan);
+  sender.join();
+  CHECK(outcome.exit_code == 43);
+}
+
+TEST_CASE("run: a signal ptadvise was started with ignored stays ignored in the child (nohup)") {
+  struct sigaction ignore {}, saved {};
+  ignore.sa_handler = SIG_IGN;
+  sigemptyset(&ignore.sa_mask);
+  sigaction(SIGHUP, &ignore, &saved);
+  LaunchPlan plan;
+  plan.argv = {"/bin/sh", "-c", "kill -HUP $$; exit 5"};
+  auto outcome = ptadvise::run_child(plan);
+  struct sigaction after {};
+  sigaction(SIGHUP, &saved, &after);
+  CHECK(outcome.signal == 0);
+  CHECK(outcome.exit_code == 5);
+  CHECK((after.sa_handler == SIG_IGN));  // and ptadvise still ignores it afterwards
+}
+
+TEST_CASE("run: the child does not outlive a ptadvise that is killed") {
+  TemporaryDirectory dir;
+  fs::path pid_file = dir.path / "pid";
+  pid_t runner = fork();
+  REQUIRE(runner >= 0);
+  if (runner == 0) {
+    LaunchPlan plan;
+    plan.argv = {"/bin/sh", "-c", "echo $$ > \"$1.tmp\"; mv \"$1.tmp\" \"$1\"; while :; do sleep 0.05; done", "sh",
+                 pid_file.string()};
+    ptadvise::run_child(plan);
+    _exit(0);
+  }
+  for (int wait = 0; wait < 2000 && !fs::exists(pid_file); ++wait) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  std::ifstream in(pid_file);
+  pid_t child = 0;
+  in >> child;
+  REQUIRE(child > 0);
+  ::kill(runner, SIGKILL);  // ptadvise dies without a chance to clean up
+  waitpid(runner, nullptr, 0);
+  bool gone = false;
+  for (int wait = 0; wait < 500 && !gone; ++wait) {
+    // Gone, or a zombie waiting for its new parent to reap it.
+    std::ifstream stat("/proc/" + std::to_string(child) + "/stat");
+    std::string pid_text, name, state;
+    gone = !(stat >> pid_text >> name >> state) || state == "Z";
+    if (!gone) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  if (!gone) ::kill(child, SIGKILL);
+  CHECK(gone);
 }
