@@ -2,7 +2,6 @@
 // once, to what the launching host thread was doing at that moment.
 #include <algorithm>
 #include <limits>
-#include <unordered_map>
 #include <unordered_set>
 #include <vector>
 
@@ -222,12 +221,16 @@ class LedgerBuilder {
   // Computed once per event from its parent's chain: walking the whole chain for every piece was quadratic
   // in the nesting depth (200k nested ops took minutes).
   const Chain& chain_of(EventIndex innermost) const {
-    if (auto found = chains_.find(innermost); found != chains_.end()) return found->second;
+    if (chains_.empty()) {
+      chains_.resize(events_.size());
+      chain_known_.assign(events_.size(), 0);
+    }
+    if (chain_known_[innermost]) return chains_[innermost];
     std::vector<EventIndex> path;  // innermost first, up to the first event already known
     Chain chain;
     for (EventIndex e = innermost; e != kNone; e = events_.parent[e]) {
-      if (auto found = chains_.find(e); found != chains_.end()) {
-        chain = found->second;
+      if (chain_known_[e]) {
+        chain = chains_[e];
         break;
       }
       path.push_back(e);
@@ -257,9 +260,10 @@ class LedgerBuilder {
       } else if (kind == EventKind::PythonFunction) {
         chain.python = e;
       }
-      chains_.emplace(e, chain);
+      chains_[e] = chain;
+      chain_known_[e] = 1;
     }
-    return chains_.at(innermost);
+    return chains_[innermost];
   }
 
   Classified classify(EventIndex innermost) const {
@@ -302,7 +306,8 @@ class LedgerBuilder {
   Analysis& analysis_;
   std::unordered_set<EventIndex> blocking_;
   std::vector<Piece> pieces_;
-  mutable std::unordered_map<EventIndex, Chain> chains_;
+  mutable std::vector<Chain> chains_;  // per event, filled on first use
+  mutable std::vector<uint8_t> chain_known_;
   std::vector<Classified> classified_;
 };
 
