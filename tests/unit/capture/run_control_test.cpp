@@ -180,24 +180,33 @@ TEST_CASE("run: the child's exit code, death by signal and start failures") {
   CHECK(outcome.start_error.find("No such file or directory") != std::string::npos);
 }
 
-TEST_CASE("run: SIGTERM sent to ptadvise reaches the child") {
-  // The child announces it is ready, then waits for SIGTERM and exits 42 when it arrives. The signal is
-  // sent to this process only after the announcement, when the forwarding handler is in place.
+namespace {
+
+// The child announces it is ready, then waits for `signal` and exits `code` when it arrives. The signal is
+// sent to this process only after the announcement, when the forwarding handler is in place.
+int exit_code_after_signal(int signal, const std::string& trap_name, int code) {
   TemporaryDirectory dir;
   fs::path ready = dir.path / "ready";
   LaunchPlan plan;
-  plan.argv = {"/bin/sh", "-c", "trap 'exit 42' TERM; touch \"$1\"; while :; do sleep 0.05; done", "sh",
-               ready.string()};
+  plan.argv = {"/bin/sh", "-c",
+               "trap 'exit " + std::to_string(code) + "' " + trap_name + "; touch \"$1\"; while :; do sleep 0.05; done",
+               "sh", ready.string()};
   pid_t self = ::getpid();
-  std::thread sender([self, ready] {
+  std::thread sender([self, ready, signal] {
     for (int wait = 0; wait < 2000 && !fs::exists(ready); ++wait) {
       std::this_thread::sleep_for(std::chrono::milliseconds(10));
     }
-    ::kill(self, SIGTERM);
+    ::kill(self, signal);
   });
   auto outcome = ptadvise::run_child(plan);
   sender.join();
-  CHECK(outcome.exit_code == 42);
+  return outcome.exit_code;
+}
+
+}  // namespace
+
+TEST_CASE("run: SIGTERM sent to ptadvise reaches the child") {
+  CHECK(exit_code_after_signal(SIGTERM, "TERM", 42) == 42);
 }
 
 TEST_CASE("run: outputs are the files the run created or changed") {
@@ -234,22 +243,9 @@ TEST_CASE("run: the driver probe explains a machine without an NVIDIA driver") {
   CHECK(probe.message.find("no NVIDIA driver: libcuda.so.1 cannot be loaded") == 0);
 }
 
-TEST_CASE("run: SIGUSR1 sent to ptadvise reaches the child too") {
-  TemporaryDirectory dir;
-  fs::path ready = dir.path / "ready";
-  LaunchPlan plan;
-  plan.argv = {"/bin/sh", "-c", "trap 'exit 43' USR1; touch \"$1\"; while :; do sleep 0.05; done", "sh",
-               ready.string()};
-  pid_t self = ::getpid();
-  std::thread sender([self, ready] {
-    for (int wait = 0; wait < 2000 && !fs::exists(ready); ++wait) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    }
-    ::kill(self, SIGUSR1);
-  });
-  auto outcome = ptadvise::run_child(plan);
-  sender.join();
-  CHECK(outcome.exit_code == 43);
+TEST_CASE("run: SIGUSR1 and SIGHUP sent to ptadvise reach the child too") {
+  CHECK(exit_code_after_signal(SIGUSR1, "USR1", 43) == 43);
+  CHECK(exit_code_after_signal(SIGHUP, "HUP", 44) == 44);
 }
 
 TEST_CASE("run: a signal ptadvise was started with ignored stays ignored in the child (nohup)") {

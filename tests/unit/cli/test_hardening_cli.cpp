@@ -10,6 +10,7 @@
 
 #include "../advisor/python_check.h"
 #include "../advisor/temp_dir.h"
+#include "shell_run.h"
 #include "trace_builder.h"
 
 namespace {
@@ -17,23 +18,12 @@ namespace {
 using ptadvise::testing::read_file;
 using ptadvise::testing::TempDir;
 
-struct Run {
-  int exit_code = -1;
-  std::string out;
-  std::string err;
-};
+using Run = ptadvise::testing::ShellRun;
 
 // `prefix` runs in the same shell first (ulimit, trap).
 Run cli(const std::string& args, const std::string& prefix = "") {
-  TempDir capture;
-  std::string command = "bash -c '" + prefix + " env -u GITHUB_STEP_SUMMARY " PTADVISE_BINARY " " + args + "' >'" +
-                        capture.file("out") + "' 2>'" + capture.file("err") + "'";
-  int status = std::system(command.c_str());
-  Run run;
-  run.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  run.out = read_file(capture.file("out"));
-  run.err = read_file(capture.file("err"));
-  return run;
+  return ptadvise::testing::run_shell("bash -c '" + prefix + " env -u GITHUB_STEP_SUMMARY " PTADVISE_BINARY " " +
+                                      args + "'");
 }
 
 const std::string kScenario = PTADVISE_SOURCE_DIR "/testdata/scenarios/01_loss_weight_every_step.json.gz";

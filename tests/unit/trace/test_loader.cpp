@@ -1,6 +1,5 @@
 // The loader on small inline traces of every era and quirk, and on bad input.
 #include <doctest/doctest.h>
-#include <libdeflate.h>
 
 #include <cstdio>
 #include <filesystem>
@@ -9,6 +8,7 @@
 #include <vector>
 
 #include "ptadvise/loader.h"
+#include "gzip_bytes.h"
 #include "trace_builder.h"
 
 using ptadvise::EventIndex;
@@ -44,14 +44,7 @@ EventIndex find(const Timeline& timeline, std::string_view name, size_t nth = 0)
   return 0;
 }
 
-std::string gzip(std::string_view text) {
-  libdeflate_compressor* compressor = libdeflate_alloc_compressor(6);
-  std::string out(libdeflate_gzip_compress_bound(compressor, text.size()), '\0');
-  size_t size = libdeflate_gzip_compress(compressor, text.data(), text.size(), out.data(), out.size());
-  libdeflate_free_compressor(compressor);
-  out.resize(size);
-  return out;
-}
+std::string gzip(std::string_view text) { return ptadvise::testing::gzip_bytes(text); }
 
 struct TempDir {
   std::filesystem::path path;

@@ -1,7 +1,6 @@
 // The loader against hostile or unlucky input: broken quotes anywhere, traces that are mostly lost, cut
 // gzip streams, files rewritten while loading, pipes, memory limits, absurd time bases.
 #include <doctest/doctest.h>
-#include <libdeflate.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -13,6 +12,7 @@
 
 #include "ptadvise/analysis.h"
 #include "ptadvise/loader.h"
+#include "gzip_bytes.h"
 #include "trace_builder.h"
 
 using ptadvise::LoadError;
@@ -21,14 +21,7 @@ using ptadvise::testing::TraceBuilder;
 
 namespace {
 
-std::string gzip(std::string_view text) {
-  libdeflate_compressor* compressor = libdeflate_alloc_compressor(6);
-  std::string out(libdeflate_gzip_compress_bound(compressor, text.size()), '\0');
-  size_t size = libdeflate_gzip_compress(compressor, text.data(), text.size(), out.data(), out.size());
-  libdeflate_free_compressor(compressor);
-  out.resize(size);
-  return out;
-}
+std::string gzip(std::string_view text) { return ptadvise::testing::gzip_bytes(text); }
 
 Timeline load_ok(std::string_view bytes) {
   auto result = ptadvise::load_trace_bytes(bytes, "trace.json");
