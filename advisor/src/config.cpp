@@ -235,8 +235,9 @@ std::variant<EvaluateOptions, ConfigError> resolve_selection(const Config& confi
     }
     if (entry.severity) options.severities[rule->id] = *entry.severity;
     for (const auto& [name, value] : entry.thresholds) {
+      const std::string& wanted = name;  // clang 14 cannot capture a structured binding
       bool known = std::any_of(rule->thresholds.begin(), rule->thresholds.end(),
-                               [&](const ThresholdInfo& t) { return t.name == name; });
+                               [&](const ThresholdInfo& t) { return t.name == wanted; });
       if (!known) {
         std::string names;
         for (const auto& t : rule->thresholds) names += (names.empty() ? "" : ", ") + t.name;
