@@ -30,6 +30,7 @@ void add_check_command(CLI::App& app) {
       ->allow_extra_args(false);
   cmd->add_option("--fail-on", *fail_on, "Lowest severity that fails the run: info, warning (default), error");
   cmd->add_flag("--exit-zero", options->exit_zero, "Exit 0 even when findings fail (input errors still exit 2)");
+  cmd->add_flag("--accept-partial", options->accept_partial, "Analyse traces of which more than 5% could not be read (else exit 2)");
   cmd->add_option("--baseline", options->baseline_path, "Accepted findings: only findings not in FILE fail");
   cmd->add_option("--write-baseline", options->write_baseline_path, "Write the current findings to FILE as a baseline");
   cmd->add_flag("--prune-baseline", options->prune_baseline, "Rewrite --baseline FILE without its stale entries");

@@ -7,9 +7,11 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <set>
 #include <sstream>
 
 #include "ptadvise/advisor.h"
+#include "ptadvise/io.h"
 #include "ptadvise/loader.h"
 #include "ptadvise/rules.h"
 
@@ -52,11 +54,17 @@ std::string per_trace_path(const std::string& path, const TraceReport& trace, si
   return path + "." + tag;
 }
 
-bool write_file(const std::string& path, const std::string& text, bool append = false) {
-  std::ofstream file(path, append ? std::ios::binary | std::ios::app : std::ios::binary | std::ios::trunc);
+// Appends (for $GITHUB_STEP_SUMMARY, which other steps write too).
+bool append_file(const std::string& path, const std::string& text) {
+  std::ofstream file(path, std::ios::binary | std::ios::app);
   file << text;
   file.close();
   return static_cast<bool>(file);
+}
+
+// Reports and baselines replace their file atomically: readers and a full disk never see half a file.
+void write_output(const std::string& path, const std::string& text, const std::string& what) {
+  if (auto error = write_file_atomically(path, text)) throw Failure{path + ": cannot write the " + what + ": " + *error};
 }
 
 Config effective_config(const CheckOptions& options) {
@@ -202,6 +210,10 @@ int run(const CheckOptions& options, std::ostream& out, std::ostream& err) {
   }
   for (const auto& timeline : timelines) {
     for (const auto& warning : timeline.stats.warnings) err << "ptadvise: warning: " << warning << "\n";
+    if (auto partial = partial_trace_problem(timeline)) {
+      if (!options.accept_partial) throw Failure{*partial};
+      err << "ptadvise: warning: " << *partial << "\n";
+    }
     report.traces.push_back(
         analyse_trace(timeline, rules, selection, kernels, report.source_root, report.suppressed));
   }
@@ -212,9 +224,7 @@ int run(const CheckOptions& options, std::ostream& out, std::ostream& err) {
     std::ostringstream text;
     Baseline written = make_baseline(all);
     write_baseline(written, text);
-    if (!write_file(options.write_baseline_path, text.str())) {
-      throw Failure{options.write_baseline_path + ": cannot write the baseline"};
-    }
+    write_output(options.write_baseline_path, text.str(), "baseline");
     err << "ptadvise: wrote " << written.entries.size() << " baseline entries to " << options.write_baseline_path
         << "\n";
     baseline = std::move(written);  // everything just accepted: this run passes
@@ -236,7 +246,7 @@ int run(const CheckOptions& options, std::ostream& out, std::ostream& err) {
       });
       std::ostringstream text;
       write_baseline(pruned, text);
-      if (!write_file(baseline_path, text.str())) throw Failure{baseline_path + ": cannot rewrite the baseline"};
+      write_output(baseline_path, text.str(), "pruned baseline");
       err << "ptadvise: removed " << match.stale.size() << " stale entries from " << baseline_path << "\n";
       report.stale.clear();
     }
@@ -245,9 +255,16 @@ int run(const CheckOptions& options, std::ostream& out, std::ostream& err) {
   }
 
   if (!options.annotate_path.empty()) {
+    std::set<std::string> written;  // two traces of the same rank must not overwrite each other
     for (size_t i = 0; i < report.traces.size(); ++i) {
       const TraceReport& trace = report.traces[i];
       std::string path = per_trace_path(options.annotate_path, trace, i, report.traces.size());
+      if (!written.insert(path).second) {
+        TraceReport unranked = trace;
+        unranked.rank.reset();
+        path = per_trace_path(options.annotate_path, unranked, i, report.traces.size());
+        written.insert(path);
+      }
       if (auto error = write_annotated_trace(trace.path, trace.findings, path)) throw Failure{error->message};
     }
   }
@@ -259,7 +276,7 @@ int run(const CheckOptions& options, std::ostream& out, std::ostream& err) {
     std::ostringstream text;
     PrintOptions file_print;  // files never get colour
     print_report(report, format, text, file_print);
-    if (!write_file(file, text.str())) throw Failure{file + ": cannot write the " + std::string(to_string(format)) + " report"};
+    write_output(file, text.str(), std::string(to_string(format)) + " report");
     github = github || format == OutputFormat::Github;
   }
   print_report(report, *stdout_format, out, print);
@@ -268,7 +285,7 @@ int run(const CheckOptions& options, std::ostream& out, std::ostream& err) {
     if (summary_path && *summary_path) {
       std::ostringstream text;
       print_markdown(report, text);
-      if (!write_file(summary_path, text.str(), true)) err << "ptadvise: warning: cannot append to $GITHUB_STEP_SUMMARY\n";
+      if (!append_file(summary_path, text.str())) err << "ptadvise: warning: cannot append to $GITHUB_STEP_SUMMARY\n";
     }
   }
   out.flush();
@@ -276,12 +293,16 @@ int run(const CheckOptions& options, std::ostream& out, std::ostream& err) {
   return report.failing_count() > 0 ? kFailing : kClean;
 }
 
-Timeline load_one(const std::string& path, std::ostream& err) {
+Timeline load_one(const std::string& path, bool accept_partial, std::ostream& err) {
   auto loaded = load_traces({path});
   if (auto* error = std::get_if<LoadError>(&loaded)) throw Failure{error->message};
   auto& timelines = std::get<std::vector<Timeline>>(loaded);
   if (timelines.empty()) throw Failure{path + ": no trace found"};
   for (const auto& warning : timelines.front().stats.warnings) err << "ptadvise: warning: " << warning << "\n";
+  if (auto partial = partial_trace_problem(timelines.front())) {
+    if (!accept_partial) throw Failure{*partial};
+    err << "ptadvise: warning: " << *partial << "\n";
+  }
   if (timelines.size() > 1) {
     err << "ptadvise: warning: " << path << ": " << timelines.size() << " traces; comparing the first ("
         << timelines.front().path << ")\n";
@@ -304,8 +325,8 @@ int diff(const DiffOptions& options, std::ostream& out, std::ostream& err) {
   if (auto* error = std::get_if<ConfigError>(&loaded_rules)) throw Failure{error->message};
   const RuleSet& rules = std::get<SelectedRules>(loaded_rules).rules;
 
-  Timeline base = load_one(options.base_trace, err);
-  Timeline next = load_one(options.new_trace, err);
+  Timeline base = load_one(options.base_trace, options.accept_partial, err);
+  Timeline next = load_one(options.new_trace, options.accept_partial, err);
   Analysis base_analysis = analyze(base, kernels);
   Analysis next_analysis = analyze(next, kernels);
   const auto& evaluate_options = std::get<SelectedRules>(loaded_rules).selection;

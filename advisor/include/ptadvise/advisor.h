@@ -248,6 +248,7 @@ struct CheckOptions {
   bool show_config = false;
   std::string color = "auto";           // auto | always | never
   std::optional<std::string> source_root;
+  bool accept_partial = false;          // analyse traces of which much could not be read (else exit 2)
 };
 
 // Runs the whole check; returns the exit code (0 clean, 1 failing findings, 2 usage/input error).
@@ -294,6 +295,7 @@ struct DiffOptions {
   double max_regression_pct = 5;
   std::string format = "text";  // text | json
   size_t top = 10;
+  bool accept_partial = false;  // as in CheckOptions
 };
 
 // Loads, analyses and checks both traces and prints the comparison. Returns 0, 1 when the step time

@@ -9,6 +9,7 @@
 
 #include "../advisor/python_check.h"
 #include "../advisor/temp_dir.h"
+#include "shell_run.h"
 #include "trace_builder.h"
 
 namespace {
@@ -16,23 +17,12 @@ namespace {
 using ptadvise::testing::read_file;
 using ptadvise::testing::TempDir;
 
-struct Run {
-  int exit_code = -1;
-  std::string out;
-  std::string err;
-};
+using Run = ptadvise::testing::ShellRun;
 
 // Runs the CLI in `cwd` with NO_COLOR unset so colour decisions come from the flags alone.
 Run ptadvise_cli(const std::string& args, const std::string& cwd, const std::string& env = "") {
-  TempDir capture;
-  std::string command = "cd '" + cwd + "' && env -u NO_COLOR -u GITHUB_STEP_SUMMARY " + env + " '" PTADVISE_BINARY "' " +
-                        args + " >'" + capture.file("out") + "' 2>'" + capture.file("err") + "'";
-  int status = std::system(command.c_str());
-  Run run;
-  run.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  run.out = read_file(capture.file("out"));
-  run.err = read_file(capture.file("err"));
-  return run;
+  return ptadvise::testing::run_shell("cd '" + cwd + "' && env -u NO_COLOR -u GITHUB_STEP_SUMMARY " + env + " '" +
+                                      PTADVISE_BINARY "' " + args);
 }
 
 std::string scenario(const std::string& name) {
