@@ -4,6 +4,7 @@
 #include <iostream>
 
 #include "commands.h"
+#include "usage.h"
 
 namespace ptadvise::cli {
 
@@ -33,11 +34,19 @@ int main(int argc, char** argv) {
   add_rules_commands(app);
   add_diff_command(app);
   add_run_command(app);
+  add_report_command(app);
   try {
     app.parse(argc, argv);
+  } catch (const CLI::Success& e) {  // --help, --version
+    return app.exit(e);
   } catch (const CLI::ParseError& e) {
-    int code = app.exit(e);
-    return code == 0 ? 0 : kExitInputError;
+    // One line in the shape of every other error, with the probable intent, then where to read more.
+    std::string message = unknown_argument(app, argc, argv);
+    if (message.empty()) message = e.what();
+    if (!message.empty() && message.back() == '\n') message.pop_back();
+    print_error(message);
+    std::cerr << "Run `ptadvise --help` or `ptadvise COMMAND --help` for usage.\n";
+    return kExitInputError;
   }
   std::fflush(stdout);
   return exit_code();

@@ -839,6 +839,7 @@ void TraceParser::finish() {
   int64_t min_ts = 0;
   if (events.size() > 0) min_ts = *std::min_element(events.ts_ns.begin(), events.ts_ns.end());
   for (auto& ts : events.ts_ns) ts -= min_ts;
+  timeline_.file_origin_ns = min_ts;
   int64_t base = base_time_ns_.value_or(0);
   if (__builtin_add_overflow(base, min_ts, &timeline_.origin_ns)) {
     warn("baseTimeNanoseconds " + std::to_string(base) + " is out of range; timestamps kept relative");
@@ -968,6 +969,7 @@ std::variant<std::vector<Timeline>, LoadError> load_traces(const std::vector<std
       Timeline timeline = std::move(std::get<Timeline>(result));
       if (!timeline.rank) timeline.rank = rank_from_file_name(std::filesystem::path(path).filename().string());
       timelines.push_back(std::move(timeline));
+      if (options.on_file_loaded) options.on_file_loaded(1, 1, timelines.back().stats.bytes);
       continue;
     }
     std::vector<std::filesystem::path> files;
@@ -988,6 +990,7 @@ std::variant<std::vector<Timeline>, LoadError> load_traces(const std::vector<std
       if (!timeline.rank) timeline.rank = rank_from_file_name(files[order].filename().string());
       if (!timeline.rank) timeline.rank = static_cast<int>(order);
       timelines.push_back(std::move(timeline));
+      if (options.on_file_loaded) options.on_file_loaded(order + 1, files.size(), timelines.back().stats.bytes);
     }
   }
   std::stable_sort(timelines.begin(), timelines.end(), [](const Timeline& a, const Timeline& b) {
