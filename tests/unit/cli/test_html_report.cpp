@@ -80,3 +80,18 @@ TEST_CASE("html report: a job of two ranks gets the rank x metric heatmap; the R
   const char* screenshot = std::getenv("PTADVISE_SCREENSHOT");
   check_in_browser(dir, "'" + dir.file("job") + "'", "ranks,steps,idle,kernels,cpu-ops", screenshot ? screenshot : "");
 }
+
+TEST_CASE("html report: `ptadvise report TRACE -o FILE` writes the same page as check --output html=FILE") {
+  TempDir dir;
+  const std::string trace = PTADVISE_SOURCE_DIR "/testdata/scenarios/02_assert_on_gpu_tensor.json.gz";
+  Run report = ptadvise_cli("report '" + trace + "' -o page.html", dir.path());
+  CHECK(report.exit_code == 0);
+  CHECK(report.out.empty());
+  CHECK(report.err == "ptadvise: wrote page.html\n");
+  Run check = ptadvise_cli("check --exit-zero --output html=check.html '" + trace + "'", dir.path());
+  CHECK(check.exit_code == 0);
+  CHECK(read_file(dir.file("page.html")) == read_file(dir.file("check.html")));
+  Run missing = ptadvise_cli("report -o page.html", dir.path());
+  CHECK(missing.exit_code == 2);
+  CHECK(missing.err.rfind("ptadvise: error: ", 0) == 0);
+}
