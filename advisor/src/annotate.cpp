@@ -8,7 +8,7 @@
 #include <filesystem>
 #include <memory>
 
-#include "format.h"
+#include "json_doc.h"
 #include "ptadvise/advisor.h"
 #include "ptadvise/io.h"
 
@@ -16,8 +16,6 @@ namespace ptadvise {
 
 namespace {
 
-using format::fixed;
-using format::jstr;
 
 // A process id no real trace uses (Linux pids stay below 2^22; Kineto GPU pids are device indices),
 // small enough for viewers that keep pids in 32 bits.
@@ -137,38 +135,44 @@ class Output {
 }  // namespace
 
 std::string annotation_events(const std::vector<Finding>& findings) {
+  using jsondoc::Json;
   std::string out;
-  auto add = [&](const std::string& event) {
+  auto add = [&](const Json& event) {
     if (!out.empty()) out += ",\n";
-    out += event;
+    out += jsondoc::dump(event, -1);
   };
-  const std::string pid = std::to_string(kFindingsPid);
   bool any = false;
   for (const auto& f : findings) any = any || !f.evidence.empty();
   if (!any) return out;
-  add("{\"ph\": \"M\", \"name\": \"process_name\", \"pid\": " + pid +
-      ", \"tid\": 0, \"args\": {\"name\": \"ptadvise findings\"}}");
-  add("{\"ph\": \"M\", \"name\": \"process_sort_index\", \"pid\": " + pid + ", \"tid\": 0, \"args\": {\"sort_index\": -1}}");
+  add({{"ph", "M"}, {"name", "process_name"}, {"pid", kFindingsPid}, {"tid", 0}, {"args", {{"name", "ptadvise findings"}}}});
+  add({{"ph", "M"}, {"name", "process_sort_index"}, {"pid", kFindingsPid}, {"tid", 0}, {"args", {{"sort_index", -1}}}});
   for (size_t k = 0; k < findings.size(); ++k) {
     const Finding& f = findings[k];
     if (f.evidence.empty()) continue;
     // One track per finding, in rank order.
-    std::string tid = std::to_string(f.rank > 0 ? f.rank : static_cast<int>(k + 1));
-    std::string label = "#" + tid + " " + f.rule_id + " " + f.rule_name;
-    add("{\"ph\": \"M\", \"name\": \"thread_name\", \"pid\": " + pid + ", \"tid\": " + tid + ", \"args\": {\"name\": " +
-        jstr(label) + "}}");
-    add("{\"ph\": \"M\", \"name\": \"thread_sort_index\", \"pid\": " + pid + ", \"tid\": " + tid +
-        ", \"args\": {\"sort_index\": " + tid + "}}");
+    const int tid = f.rank > 0 ? f.rank : static_cast<int>(k + 1);
+    const std::string label = "#" + std::to_string(tid) + " " + f.rule_id + " " + f.rule_name;
+    add({{"ph", "M"}, {"name", "thread_name"}, {"pid", kFindingsPid}, {"tid", tid}, {"args", {{"name", label}}}});
+    add({{"ph", "M"}, {"name", "thread_sort_index"}, {"pid", kFindingsPid}, {"tid", tid}, {"args", {{"sort_index", tid}}}});
     for (const auto& e : f.evidence) {
-      double dur_us = std::max(static_cast<double>(e.dur_ns) / 1000.0, 0.001);
-      std::string args = "{\"rule\": " + jstr(f.rule_id) + ", \"name\": " + jstr(f.rule_name) +
-                         ", \"message\": " + jstr(f.message) + ", \"fix\": " + jstr(f.fix) +
-                         ", \"saving_ms_per_step\": " + fixed(f.saving_ms_per_step, 3) +
-                         ", \"fingerprint\": " + jstr(f.fingerprint) + ", \"event\": " + jstr(e.event) +
-                         ", \"track\": " + jstr(e.track) + "}";
-      add("{\"ph\": \"X\", \"cat\": \"ptadvise\", \"name\": " + jstr(f.rule_id + " " + f.rule_name) +
-          ", \"pid\": " + pid + ", \"tid\": " + tid + ", \"ts\": " + std::to_string(e.abs_ts_us) +
-          ", \"dur\": " + fixed(dur_us, 3) + ", \"args\": " + args + "}");
+      // The file's own ts, so the marker sits on the event in any viewer (Perfetto never adds
+      // baseTimeNanoseconds); at least 1 ns long so that zero-length evidence stays visible.
+      Json args = {{"rule", f.rule_id},
+                   {"name", f.rule_name},
+                   {"message", f.message},
+                   {"fix", f.fix},
+                   {"saving_ms_per_step", jsondoc::number(f.saving_ms_per_step, 3)},
+                   {"fingerprint", f.fingerprint},
+                   {"event", e.event},
+                   {"track", e.track}};
+      add({{"ph", "X"},
+           {"cat", "ptadvise"},
+           {"name", f.rule_id + " " + f.rule_name},
+           {"pid", kFindingsPid},
+           {"tid", tid},
+           {"ts", jsondoc::number(static_cast<double>(e.file_ts_ns) / 1000.0, 3)},
+           {"dur", jsondoc::number(std::max(static_cast<double>(e.dur_ns) / 1000.0, 0.001), 3)},
+           {"args", std::move(args)}});
     }
   }
   return out;

@@ -1,8 +1,11 @@
 // The `check` pipeline: configuration -> rules -> traces -> findings -> suppressions -> ranking ->
 // baseline -> outputs -> exit code. Shared by `ptadvise check` and `ptadvise run`.
+#include <sys/ioctl.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -10,6 +13,7 @@
 #include <set>
 #include <sstream>
 
+#include "progress.h"
 #include "ptadvise/advisor.h"
 #include "ptadvise/io.h"
 #include "ptadvise/loader.h"
@@ -31,14 +35,37 @@ struct Failure {
   std::string message;
 };
 
+bool env_set(const char* name) {
+  const char* value = std::getenv(name);
+  return value && *value && std::string_view(value) != "0";
+}
+
+// --color wins; then NO_COLOR (no-color.org), then FORCE_COLOR / CLICOLOR_FORCE (force-color.org,
+// bixense.com/clicolors), then whether stdout is a terminal.
 bool use_color(const std::string& mode, const std::ostream& out) {
   if (mode == "always") return true;
   if (mode == "never") return false;
   const char* no_color = std::getenv("NO_COLOR");
   if (no_color && *no_color) return false;
+  if (env_set("FORCE_COLOR") || env_set("CLICOLOR_FORCE")) return true;
   const char* term = std::getenv("TERM");
   if (term && std::string_view(term) == "dumb") return false;
   return &out == &std::cout && isatty(STDOUT_FILENO) == 1;
+}
+
+// Columns to wrap text to: $COLUMNS when set, else the terminal's width, else 80 (pipes, files, CI).
+size_t text_width(const std::ostream& out) {
+  if (const char* env = std::getenv("COLUMNS"); env && *env) {
+    char* end = nullptr;
+    long value = std::strtol(env, &end, 10);
+    if (end && *end == '\0' && value >= 20 && value <= 1000) return static_cast<size_t>(value);
+  }
+  winsize size{};
+  if (&out == &std::cout && isatty(STDOUT_FILENO) == 1 && ioctl(STDOUT_FILENO, TIOCGWINSZ, &size) == 0 &&
+      size.ws_col >= 20) {
+    return size.ws_col;
+  }
+  return 80;
 }
 
 // OUT for one trace of several: `out.json` -> `out.rank1.json` (`.json.gz` kept together).
@@ -112,7 +139,7 @@ std::vector<std::pair<OutputFormat, std::string>> parse_outputs(const CheckOptio
   for (const auto& [name, file] : options.outputs) {
     auto format = parse_output_format(name);
     if (!format) {
-      throw Failure{"--output: unknown format '" + name + "' (expected text, json, sarif, github, junit or markdown)"};
+      throw Failure{"--output: unknown format '" + name + "' (expected text, json, sarif, github, junit, markdown or html)"};
     }
     if (file.empty()) throw Failure{"--output " + name + "=FILE: the file name is missing"};
     outputs.emplace_back(*format, file);
@@ -172,7 +199,7 @@ int run(const CheckOptions& options, std::ostream& out, std::ostream& err) {
   auto stdout_format = parse_output_format(options.format);
   if (!stdout_format) {
     throw Failure{"--format: unknown format '" + options.format +
-                  "' (expected text, json, sarif, github, junit or markdown)"};
+                  "' (expected text, json, sarif, github, junit, markdown or html)"};
   }
   auto outputs = parse_outputs(options);
   if (options.color != "auto" && options.color != "always" && options.color != "never") {
@@ -191,7 +218,16 @@ int run(const CheckOptions& options, std::ostream& out, std::ostream& err) {
     baseline = std::get<Baseline>(std::move(loaded));
   }
 
-  auto loaded_traces = load_traces(options.traces);
+  Progress progress(progress_wanted());
+  progress.start("loading", "files", 0);
+  uint64_t loaded_bytes = 0;
+  LoadOptions load_options;
+  load_options.on_file_loaded = [&](size_t done, size_t total, uint64_t bytes) {
+    loaded_bytes += bytes;
+    progress.update(done, total, loaded_bytes);
+  };
+  auto loaded_traces = load_traces(options.traces, load_options);
+  progress.finish();
   if (auto* error = std::get_if<LoadError>(&loaded_traces)) throw Failure{error->message};
   const auto& timelines = std::get<std::vector<Timeline>>(loaded_traces);
 
@@ -208,6 +244,7 @@ int run(const CheckOptions& options, std::ostream& out, std::ostream& err) {
     if (severity != selection.severities.end()) info.severity = severity->second;
     report.rules.push_back(std::move(info));
   }
+  progress.start("analysing", timelines.size() == 1 ? "trace" : "traces", timelines.size());
   for (const auto& timeline : timelines) {
     for (const auto& warning : timeline.stats.warnings) err << "ptadvise: warning: " << warning << "\n";
     if (auto partial = partial_trace_problem(timeline)) {
@@ -216,7 +253,9 @@ int run(const CheckOptions& options, std::ostream& out, std::ostream& err) {
     }
     report.traces.push_back(
         analyse_trace(timeline, rules, selection, kernels, report.source_root, report.suppressed));
+    progress.update(report.traces.size(), timelines.size(), 0);
   }
+  progress.finish();
 
   std::vector<Finding> all;
   for (const auto& trace : report.traces) all.insert(all.end(), trace.findings.begin(), trace.findings.end());
@@ -271,10 +310,13 @@ int run(const CheckOptions& options, std::ostream& out, std::ostream& err) {
 
   PrintOptions print;
   print.color = use_color(options.color, out);
+  print.detail = options.detail;
+  print.width = text_width(out);
   bool github = *stdout_format == OutputFormat::Github;
   for (const auto& [format, file] : outputs) {
     std::ostringstream text;
-    PrintOptions file_print;  // files never get colour
+    PrintOptions file_print;  // files never get colour; their text is 80 columns wide
+    file_print.detail = options.detail;
     print_report(report, format, text, file_print);
     write_output(file, text.str(), std::string(to_string(format)) + " report");
     github = github || format == OutputFormat::Github;
@@ -311,8 +353,8 @@ Timeline load_one(const std::string& path, bool accept_partial, std::ostream& er
 }
 
 int diff(const DiffOptions& options, std::ostream& out, std::ostream& err) {
-  if (options.format != "text" && options.format != "json") {
-    throw Failure{"--format: expected text or json, got '" + options.format + "'"};
+  if (options.format != "text" && options.format != "json" && options.format != "markdown") {
+    throw Failure{"--format: expected text, json or markdown, got '" + options.format + "'"};
   }
   if (!(options.max_regression_pct >= 0)) throw Failure{"--max-regression: expected a percentage >= 0"};
   CheckOptions check;
@@ -335,6 +377,8 @@ int diff(const DiffOptions& options, std::ostream& out, std::ostream& err) {
   report.max_regression_pct = options.max_regression_pct;
   if (options.format == "json") {
     print_diff_json(report, out);
+  } else if (options.format == "markdown") {
+    print_diff_markdown(report, out);
   } else {
     print_diff_text(report, out);
   }

@@ -2,6 +2,7 @@
 // Every pass is linear in the events (plus ancestor walks); names are matched once per interned string.
 #include <algorithm>
 #include <cmath>
+#include <cctype>
 #include <cstdio>
 #include <limits>
 #include <unordered_map>
@@ -78,7 +79,15 @@ std::string format_number(double value) {
   } else if (magnitude >= 0.1) {
     std::snprintf(buffer, sizeof buffer, "%.2f", value);
   } else {
-    std::snprintf(buffer, sizeof buffer, "%.3g", value);
+    // Three significant digits in plain decimals ("0.00008", never "8e-05"), trailing zeros dropped.
+    int decimals = std::min(12, 2 - static_cast<int>(std::floor(std::log10(magnitude))));
+    std::snprintf(buffer, sizeof buffer, "%.*f", decimals, value);
+    std::string text = buffer;
+    if (text.find('.') != std::string::npos) {
+      while (text.back() == '0') text.pop_back();
+      if (text.back() == '.') text.pop_back();
+    }
+    return text;
   }
   return buffer;
 }
@@ -845,7 +854,13 @@ class Evaluator {
         case TemplatePart::Kind::SiteKernel: out += site.kernel; break;
         case TemplatePart::Kind::SiteName: out += site.detail; break;
         case TemplatePart::Kind::SiteSource:
-          out += site.source ? site.source->file + ":" + std::to_string(site.source->line) : "(no Python stack)";
+          if (site.source) {
+            out += site.source->file + ":" + std::to_string(site.source->line);
+          } else if (out.size() >= 4 && out.compare(out.size() - 4, 4, " at ") == 0) {
+            out.erase(out.size() - 4);  // "… at {site.source}" without a stack: say nothing rather than "at (no Python stack)"
+          } else {
+            out += "(no Python stack)";
+          }
           break;
         case TemplatePart::Kind::SiteChain: {
           std::string chain;
@@ -856,6 +871,10 @@ class Evaluator {
         case TemplatePart::Kind::Idle: out += idle_breakdown(); break;
         case TemplatePart::Kind::IdleCulprits: out += idle_culprits(); break;
       }
+    }
+    // "1 times per step" reads as a mistake.
+    for (size_t at = out.find("1 times per"); at != std::string::npos; at = out.find("1 times per", at + 1)) {
+      if (at == 0 || (!std::isdigit(static_cast<unsigned char>(out[at - 1])) && out[at - 1] != '.')) out.replace(at, 7, "once");
     }
     return out;
   }
@@ -904,7 +923,7 @@ class Evaluator {
       evidence.step = step(e);
       if (evidence.step < a_.steps.size()) evidence.step_number = a_.steps[evidence.step].number;
       evidence.ts_ns = ev_.ts_ns[e];
-      evidence.abs_ts_us = (tl_.origin_ns + ev_.ts_ns[e]) / 1000;
+      evidence.file_ts_ns = tl_.file_origin_ns + ev_.ts_ns[e];
       evidence.dur_ns = ev_.dur_ns[e];
       evidence.event = std::string(tl_.name(e));
       evidence.track = track_text(e);

@@ -850,6 +850,7 @@ void TraceParser::finish() {
     max_ts = *high;
   }
   for (auto& ts : events.ts_ns) ts -= min_ts;
+  timeline_.file_origin_ns = min_ts;
   int64_t base = base_time_ns_.value_or(0);
   // origin_ns + ts_ns must hold for every event, not only the first (times are within +-2^61 ns).
   if (__builtin_add_overflow(base, min_ts, &timeline_.origin_ns) ||
@@ -987,6 +988,7 @@ std::variant<std::vector<Timeline>, LoadError> load_traces(const std::vector<std
       Timeline timeline = std::move(std::get<Timeline>(result));
       if (!timeline.rank) timeline.rank = rank_from_file_name(std::filesystem::path(path).filename().string());
       timelines.push_back(std::move(timeline));
+      if (options.on_file_loaded) options.on_file_loaded(1, 1, timelines.back().stats.bytes);
       continue;
     }
     std::vector<std::filesystem::path> files;
@@ -1007,6 +1009,7 @@ std::variant<std::vector<Timeline>, LoadError> load_traces(const std::vector<std
       if (!timeline.rank) timeline.rank = rank_from_file_name(files[order].filename().string());
       if (!timeline.rank) timeline.rank = static_cast<int>(order);
       timelines.push_back(std::move(timeline));
+      if (options.on_file_loaded) options.on_file_loaded(order + 1, files.size(), timelines.back().stats.bytes);
     }
   }
   std::stable_sort(timelines.begin(), timelines.end(), [](const Timeline& a, const Timeline& b) {

@@ -1,5 +1,6 @@
 // summarize(): the figures of `ptadvise summary`, computed from an Analysis (printing lives in advisor/).
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <limits>
 
@@ -132,10 +133,13 @@ Summary summarize(const Analysis& analysis, size_t top_n) {
   int64_t totals[kCategories] = {0, 0, 0, 0};
   int64_t idle_total = 0;
   const double steps = static_cast<double>(summary.steady_steps);
+  const size_t step_count = std::min(analysis.steps.size(), analysis.step_windows.size());
+  std::vector<std::array<int64_t, kCategories>> step_totals(step_count, {0, 0, 0, 0});
   for (size_t d = 0; d < device_count; ++d) {
     std::vector<Interval> cumulative;
     int64_t covered_before = 0;
     int64_t own[kCategories] = {0, 0, 0, 0};
+    std::vector<int64_t> step_covered_before(step_count, 0);
     for (int c = 0; c < kCategories; ++c) {
       auto& intervals = by_category[d][static_cast<size_t>(c)];
       cumulative.insert(cumulative.end(), intervals.begin(), intervals.end());
@@ -144,6 +148,12 @@ Summary summarize(const Analysis& analysis, size_t top_n) {
       own[c] = covered - covered_before;
       totals[c] += own[c];
       covered_before = covered;
+      for (size_t s = 0; s < step_count; ++s) {
+        const Interval& w = analysis.step_windows[s];
+        int64_t in_step = detail::covered_ns(cumulative, w.start_ns, w.end_ns);
+        step_totals[s][static_cast<size_t>(c)] += in_step - step_covered_before[s];
+        step_covered_before[s] = in_step;
+      }
     }
     idle_total += span - covered_before;
     DeviceShare share;
@@ -160,6 +170,21 @@ Summary summarize(const Analysis& analysis, size_t top_n) {
       share.idle_pct = static_cast<double>(span - covered_before) / denominator;
     }
     summary.device_shares.push_back(share);
+  }
+  for (size_t s = 0; s < step_count; ++s) {
+    StepBreakdown step;
+    step.number = analysis.steps[s].number;
+    step.period_ms = static_cast<double>(analysis.steps[s].period_ns) / kNsPerMs;
+    step.steady = analysis.is_steady(static_cast<uint32_t>(s));
+    step.compute_ms = static_cast<double>(step_totals[s][kCompute]) / kNsPerMs;
+    step.communication_ms = static_cast<double>(step_totals[s][kCommunication]) / kNsPerMs;
+    step.copy_ms = static_cast<double>(step_totals[s][kMemcpy] + step_totals[s][kMemset]) / kNsPerMs;
+    summary.steps.push_back(step);
+  }
+  for (const IdleGap& gap : analysis.idle) {
+    if (gap.step < summary.steps.size()) {
+      summary.steps[gap.step].idle_ms[static_cast<int>(gap.cause)] += static_cast<double>(gap.duration_ns()) / kNsPerMs;
+    }
   }
   summary.compute_ms = static_cast<double>(totals[kCompute]) / kNsPerMs;
   summary.communication_ms = static_cast<double>(totals[kCommunication]) / kNsPerMs;

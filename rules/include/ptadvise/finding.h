@@ -68,7 +68,7 @@ struct Evidence {
   uint32_t step = kNone;  // step index, kNone when outside steps
   int64_t step_number = -1;
   int64_t ts_ns = 0;      // relative to the trace origin
-  int64_t abs_ts_us = 0;  // as written in the trace (µs), to search in a viewer
+  int64_t file_ts_ns = 0;  // the event's ts as written in the file (its own time base), in ns
   int64_t dur_ns = 0;
   std::string event;      // event name
   std::string track;      // "pid 123 tid 456" or "GPU 0 stream 7"

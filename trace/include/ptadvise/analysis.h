@@ -153,6 +153,16 @@ struct DeviceShare {
   double compute_busy_pct = 0, communication_pct = 0, copy_pct = 0, idle_pct = 0;
   double compute_ms = 0, communication_ms = 0, copy_ms = 0, idle_ms = 0;  // per steady step
 };
+
+// Where one step's GPU time went (summed over devices), for the per-step strip chart of the HTML report.
+struct StepBreakdown {
+  int64_t number = 0;
+  double period_ms = 0;
+  bool steady = true;  // false for warm-up and a cut-short last step (left out of every other figure)
+  double compute_ms = 0, communication_ms = 0, copy_ms = 0;  // copies and memsets
+  double idle_ms[5] = {0, 0, 0, 0, 0};  // the ledger by IdleCause, in enum order
+};
+
 struct Summary {
   std::string path;
   std::vector<DeviceInfo> devices;  // devices with activity (from deviceProperties when present)
@@ -183,6 +193,7 @@ struct Summary {
   std::vector<IdleShare> idle_causes;  // the ledger by cause, largest first, causes with time only
   std::vector<KernelStat> top_kernels;  // by total time
   std::vector<KernelStat> top_cpu_ops;  // by total (inclusive) time
+  std::vector<StepBreakdown> steps;     // every step in order, in its ledger window
   LoadStats load;
 };
 Summary summarize(const Analysis& analysis, size_t top_n = 10);

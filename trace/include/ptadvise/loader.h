@@ -1,6 +1,8 @@
 // Loading traces: one file (.json or .json.gz) or a directory of per-rank traces.
 #pragma once
 
+#include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <variant>
@@ -17,6 +19,9 @@ struct LoadError {
 
 struct LoadOptions {
   bool link = true;  // run the link pass (parents, launches) after parsing
+  // Called by load_traces after each file: (files loaded, files in this path, uncompressed bytes of the
+  // file), for progress displays.
+  std::function<void(size_t, size_t, uint64_t)> on_file_loaded;
 };
 
 // Loads one trace file ("-" reads stdin; pipes such as `<(zcat t.json.gz)` work too). Recoverable problems (truncation, malformed events) land in Timeline::stats.
