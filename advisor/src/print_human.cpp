@@ -2,6 +2,7 @@
 #include <ostream>
 
 #include "format.h"
+#include "whatif_format.h"
 #include "ptadvise/advisor.h"
 
 namespace ptadvise {
@@ -46,6 +47,7 @@ void print_trace_header(const TraceReport& trace, std::ostream& out, const Palet
   out << "  recoverable: ~" << fixed(trace.recoverable_ms, 3) << " ms per step ("
       << pct_of_step(trace.recoverable_ms, trace.step_ms) << " of step time) from " << trace.findings.size()
       << (trace.findings.size() == 1 ? " finding" : " findings") << ", each site counted once\n";
+  for (const std::string& line : format::whatif_headline(trace.prediction)) out << "  " << line << "\n";
   // Load warnings go to stderr as they happen (run_check); repeating them here would print them twice.
   out << "\n";
 }

@@ -5,6 +5,7 @@
 #include <ostream>
 
 #include "format.h"
+#include "whatif_format.h"
 #include "ptadvise/advisor.h"
 #include "ptadvise/summary_printer.h"
 
@@ -59,6 +60,8 @@ void write_finding_json(const Report& report, const TraceReport& trace, size_t i
   out << in << "\"saving_ms_per_step\": " << fixed(f.saving_ms_per_step, 3) << ",\n";
   out << in << "\"saving_pct\": " << fixed(f.saving_pct, 2) << ",\n";
   out << in << "\"saving_method\": " << jstr(f.saving_method) << ",\n";
+  out << in << "\"saving_basis\": " << jstr(f.saving_basis) << ",\n";
+  out << in << "\"predicted_step_ms\": " << fixed(f.predicted_step_ms, 3) << ",\n";
   out << in << "\"confidence\": " << jstr(to_string(f.confidence)) << ",\n";
   out << in << "\"evidence\": [";
   for (size_t i = 0; i < f.evidence.size(); ++i) {
@@ -314,6 +317,7 @@ void print_json(const Report& report, std::ostream& out) {
     }
     out << "], \"text\": " << jstr(format::coverage_line(trace)) << "},\n";
     if (trace.summary) out << "      \"summary\": " << summary_json(*trace.summary, 0) << ",\n";
+    out << "      \"whatif\": " << format::whatif_json(trace.prediction, "      ") << ",\n";
     out << "      \"findings\": [";
     for (size_t i = 0; i < trace.findings.size(); ++i) {
       out << (i ? ",\n" : "\n");
