@@ -179,6 +179,7 @@ TraceReport analyse_trace(const Timeline& timeline, const RuleSet& rules, const 
     if (!finding.trace_rank) finding.trace_rank = timeline.rank;
   }
   suppressed += apply_suppressions(trace.findings, source_root);
+  trace.prediction = predict_steps(analysis, trace.findings);  // after suppressions: fixes of reported findings
   rank_findings(trace.findings);
   trace.recoverable_ms = recoverable_ms_per_step(trace.findings, trace.step_ms);
   trace.summary = std::move(summary);

@@ -54,6 +54,8 @@ Json finding_document(const Report& report, const TraceReport& trace, size_t ind
   document["saving_ms_per_step"] = number(f.saving_ms_per_step, 3);
   document["saving_pct"] = number(f.saving_pct, 2);
   document["saving_method"] = f.saving_method;
+  document["saving_basis"] = f.saving_basis;
+  document["predicted_step_ms"] = number(f.predicted_step_ms, 3);
   document["confidence"] = to_string(f.confidence);
   document["evidence"] = std::move(evidence);
   document["docs"] = std::move(docs);
@@ -94,6 +96,7 @@ Json report_document(const Report& report) {
                         {"rules_not_run", std::move(not_run)},
                         {"text", format::coverage_line(trace)}};
     if (trace.summary) item["summary"] = summary_document(*trace.summary);
+    item["whatif"] = format::whatif_document(trace.prediction);
     item["findings"] = std::move(findings);
     traces.push_back(std::move(item));
   }

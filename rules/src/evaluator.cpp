@@ -965,6 +965,7 @@ class Evaluator {
       finding.saving_method += " " + limited_note(gpu_ms, other_ms, granted);
     }
     finding.confidence = rule.confidence;
+    for (const auto& spec : rule.transform.steps) finding.fixes.push_back({spec, group.events, info.id, rule.transform.method});
     // The noise floor: a rule that estimates a saving reports only savings above both minimums (rules
     // whose saving is 0 by design report facts, never fail a gate, and are exempt).
     below_noise_floor_ = false;
@@ -1104,6 +1105,7 @@ std::vector<Finding> evaluate(const RuleSet& rules, const Analysis& analysis, co
       findings.insert(findings.end(), std::make_move_iterator(found.begin()), std::make_move_iterator(found.end()));
     }
   }
+  predict_findings(analysis, findings);  // savings by replay for rules that declare a transform (predict.cpp)
   std::sort(counted.not_run.begin(), counted.not_run.end());
   if (coverage) *coverage = counted;
   return findings;

@@ -188,7 +188,7 @@ class RuleCompiler {
   void compile(RuleInfo& info, CompiledRule& rule) {
     r_.expect_map(root_, "",
                   {"id", "name", "severity", "tags", "summary", "fix", "docs", "order", "thresholds", "select",
-                   "group", "metrics", "when", "message", "saving", "tests"});
+                   "group", "metrics", "when", "message", "saving", "tests", "transform"});
     for (const char* required : {"id", "name", "severity", "tags", "summary", "fix", "docs", "select", "message",
                                  "saving"}) {
       if (!root_[required]) r_.fail(root_, required, "missing required key");
@@ -230,12 +230,17 @@ class RuleCompiler {
     if (auto when = root_["when"]) rule.when = compile_condition(rule, when, "when");
     rule.message = compile_template(rule, root_["message"], "message");
     compile_saving(rule);
+    if (auto transform = root_["transform"]) {
+      if (auto error = parse_transform(transform, rule.transform)) r_.fail_at(error->mark, error->key, error->what);
+    }
     compile_tests(rule);
 
     for (const auto& threshold : rule.thresholds) {
       info.thresholds.push_back({threshold.name, threshold.value, threshold.unit, threshold.doc});
     }
     info.saving_method = rule.saving_method;
+    info.transform = describe_transform(rule.transform);
+    info.transform_method = rule.transform.method;
     info.needs = needs_of(rule);
   }
 

@@ -165,6 +165,7 @@ struct TraceReport {
   std::vector<Finding> findings;      // ranked
   std::vector<bool> new_finding;      // per finding: not in the baseline (all true without one)
   Coverage coverage;                  // which rules could check this trace
+  StepPrediction prediction;          // what-if: replayed step, critical path, step after all fixes
   std::optional<Summary> summary;
 };
 
