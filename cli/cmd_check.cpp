@@ -19,6 +19,9 @@ void add_check_command(CLI::App& app) {
   cmd->add_option("traces", options->traces, "Trace files (.json, .json.gz) or directories of per-rank traces");
   cmd->add_option("--rules", options->rule_directories, "Extra rule directory (repeatable), added to the shipped rules")
       ->allow_extra_args(false);
+  cmd->add_option("--kernel-families", options->kernel_family_tables,
+                  "Kernel family table (repeatable), tried before the shipped one (docs/KERNEL_FAMILIES.md)")
+      ->allow_extra_args(false);
   cmd->add_option("--config", options->config_path,
                   "Configuration file (default: .ptadvise.yaml in the working directory or a parent)");
   cmd->add_option("--format", options->format, "Output on stdout: text, json, sarif, github, junit, markdown")
@@ -27,6 +30,7 @@ void add_check_command(CLI::App& app) {
       ->allow_extra_args(false);
   cmd->add_option("--fail-on", *fail_on, "Lowest severity that fails the run: info, warning (default), error");
   cmd->add_flag("--exit-zero", options->exit_zero, "Exit 0 even when findings fail (input errors still exit 2)");
+  cmd->add_flag("--accept-partial", options->accept_partial, "Analyse traces of which more than 5% could not be read (else exit 2)");
   cmd->add_option("--baseline", options->baseline_path, "Accepted findings: only findings not in FILE fail");
   cmd->add_option("--write-baseline", options->write_baseline_path, "Write the current findings to FILE as a baseline");
   cmd->add_flag("--prune-baseline", options->prune_baseline, "Rewrite --baseline FILE without its stale entries");

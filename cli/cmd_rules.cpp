@@ -26,12 +26,11 @@ std::string format_value(double value) {
   return out.str();
 }
 
-// Loads the shipped rules plus any --rules directories; prints the error and sets exit code 2 on failure.
+// Loads the shipped rules plus any --rules directories; prints the error and sets exit code 2 on failure
+// (also when no rule is found at all).
 std::unique_ptr<RuleSet> load(const RulesOptions& options) {
-  std::vector<std::string> directories{default_rules_directory()};
-  directories.insert(directories.end(), options.rule_directories.begin(), options.rule_directories.end());
-  auto loaded = load_rules(directories);
-  if (auto* error = std::get_if<RuleError>(&loaded)) {
+  auto loaded = load_rule_set(options.rule_directories);
+  if (auto* error = std::get_if<ConfigError>(&loaded)) {
     print_error(error->message);
     exit_code() = kExitInputError;
     return nullptr;

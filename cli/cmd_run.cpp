@@ -8,6 +8,7 @@
 #include <cstring>
 #include <filesystem>
 #include <iostream>
+#include <sstream>
 #include <string>
 #include <system_error>
 #include <vector>
@@ -15,6 +16,7 @@
 #include "commands.h"
 #include "ptadvise/advisor.h"
 #include "ptadvise/capture.h"
+#include "ptadvise/io.h"
 
 namespace ptadvise::cli {
 
@@ -60,6 +62,12 @@ int run(const RunOptions& options, const std::vector<std::string>& command) {
     print_error("--skip-steps and --steps take a number of steps >= 0");
     return kExitInputError;
   }
+  // The configuration and rules that will check the traces must load before the program runs for hours.
+  CheckOptions preflight = options.check;
+  preflight.show_config = true;
+  std::ostringstream printed_config;
+  if (int code = run_check(preflight, printed_config, std::cerr); code != kExitClean) return code;
+
   CaptureRequest request;
   request.backend = options.backend == "torch" ? CaptureBackend::Torch : CaptureBackend::Cupti;
   request.out_dir = options.out_dir;
@@ -89,6 +97,14 @@ int run(const RunOptions& options, const std::vector<std::string>& command) {
   if (error || !fs::is_directory(request.out_dir)) {
     print_error("cannot create the output directory '" + request.out_dir + "': " + error.message());
     return kExitInputError;
+  }
+  // A run that cannot leave its trace anywhere is refused before the program starts, not after an hour.
+  {
+    AtomicFile probe(request.out_dir + "/.ptadvise-write-test");
+    if (probe.error()) {
+      print_error("cannot write into the output directory '" + request.out_dir + "': " + *probe.error());
+      return kExitInputError;
+    }
   }
   DirectorySnapshot before = snapshot_directory(request.out_dir);
   std::cerr << "ptadvise: recording (" << options.backend << ") into " << request.out_dir << ": " << join(command)

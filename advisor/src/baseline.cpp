@@ -9,6 +9,8 @@
 #include <sstream>
 
 #include "ptadvise/advisor.h"
+#include "ptadvise/io.h"
+#include "ptadvise/yaml_budget.h"
 
 namespace ptadvise {
 
@@ -32,6 +34,7 @@ std::variant<Baseline, ConfigError> parse_baseline(const std::string& yaml_text,
   baseline.path = label;
   try {
     YAML::Node root = YAML::Load(yaml_text);
+    if (!yaml_within_budget(root)) return ConfigError{label + ": " + yaml_budget_message()};
     if (!root.IsMap()) return ConfigError{where(label, root.Mark()) + ": expected a baseline with a findings list"};
     YAML::Node version = root["version"];
     if (version && (!version.IsScalar() || version.Scalar() != "1")) {
@@ -75,11 +78,9 @@ std::variant<Baseline, ConfigError> parse_baseline(const std::string& yaml_text,
 }
 
 std::variant<Baseline, ConfigError> load_baseline(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return ConfigError{path + ": cannot read the baseline file"};
-  std::stringstream text;
-  text << in.rdbuf();
-  return parse_baseline(text.str(), path);
+  std::string text;
+  if (auto error = read_small_file(path, text)) return ConfigError{path + ": cannot read the baseline file: " + *error};
+  return parse_baseline(text, path);
 }
 
 Baseline make_baseline(const std::vector<Finding>& findings) {

@@ -7,9 +7,11 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <set>
 #include <sstream>
 
 #include "ptadvise/advisor.h"
+#include "ptadvise/io.h"
 #include "ptadvise/loader.h"
 #include "ptadvise/rules.h"
 
@@ -52,11 +54,17 @@ std::string per_trace_path(const std::string& path, const TraceReport& trace, si
   return path + "." + tag;
 }
 
-bool write_file(const std::string& path, const std::string& text, bool append = false) {
-  std::ofstream file(path, append ? std::ios::binary | std::ios::app : std::ios::binary | std::ios::trunc);
+// Appends (for $GITHUB_STEP_SUMMARY, which other steps write too).
+bool append_file(const std::string& path, const std::string& text) {
+  std::ofstream file(path, std::ios::binary | std::ios::app);
   file << text;
   file.close();
   return static_cast<bool>(file);
+}
+
+// Reports and baselines replace their file atomically: readers and a full disk never see half a file.
+void write_output(const std::string& path, const std::string& text, const std::string& what) {
+  if (auto error = write_file_atomically(path, text)) throw Failure{path + ": cannot write the " + what + ": " + *error};
 }
 
 Config effective_config(const CheckOptions& options) {
@@ -82,7 +90,21 @@ Config effective_config(const CheckOptions& options) {
   }
   if (options.source_root) config.source_root = *options.source_root;
   for (const auto& dir : options.rule_directories) config.rule_directories.push_back(dir);
+  for (const auto& table : options.kernel_family_tables) config.kernel_families.push_back(table);
   return config;
+}
+
+// The paths of the configuration that the rules do not already check: the baseline must load and the
+// source root must be a directory.
+void validate_config_paths(const Config& config) {
+  if (config.baseline) {
+    auto loaded = load_baseline(*config.baseline);
+    if (auto* error = std::get_if<ConfigError>(&loaded)) throw Failure{error->message};
+  }
+  std::error_code ec;
+  if (config.source_root && !std::filesystem::is_directory(*config.source_root, ec)) {
+    throw Failure{*config.source_root + ": source-root is not a directory"};
+  }
 }
 
 std::vector<std::pair<OutputFormat, std::string>> parse_outputs(const CheckOptions& options) {
@@ -98,9 +120,16 @@ std::vector<std::pair<OutputFormat, std::string>> parse_outputs(const CheckOptio
   return outputs;
 }
 
+// The shipped kernel family table extended by the configuration's and the command line's tables.
+KernelClassifier kernel_classifier(const Config& config) {
+  auto classifier = kernel_classifier_with(config.kernel_families);
+  if (auto* error = std::get_if<KernelTableError>(&classifier)) throw Failure{error->message};
+  return std::move(std::get<KernelClassifier>(classifier));
+}
+
 TraceReport analyse_trace(const Timeline& timeline, const RuleSet& rules, const EvaluateOptions& selection,
-                          const std::string& source_root, size_t& suppressed) {
-  Analysis analysis = analyze(timeline);
+                          const KernelClassifier& kernels, const std::string& source_root, size_t& suppressed) {
+  Analysis analysis = analyze(timeline, kernels);
   Summary summary = summarize(analysis);
   TraceReport trace;
   trace.path = timeline.path;
@@ -131,7 +160,12 @@ TraceReport analyse_trace(const Timeline& timeline, const RuleSet& rules, const 
 
 int run(const CheckOptions& options, std::ostream& out, std::ostream& err) {
   Config config = effective_config(options);
+  auto loaded_rules = load_selected_rules(config);  // fails closed: no rule to run is an error
+  if (auto* error = std::get_if<ConfigError>(&loaded_rules)) throw Failure{error->message};
+  const RuleSet& rules = std::get<SelectedRules>(loaded_rules).rules;
+  const EvaluateOptions& selection = std::get<SelectedRules>(loaded_rules).selection;
   if (options.show_config) {
+    validate_config_paths(config);  // what is printed is what a run would use, so it must load
     print_config(config, out);
     return kClean;
   }
@@ -148,13 +182,7 @@ int run(const CheckOptions& options, std::ostream& out, std::ostream& err) {
   std::string baseline_path = options.baseline_path.empty() ? config.baseline.value_or("") : options.baseline_path;
   if (options.prune_baseline && baseline_path.empty()) throw Failure{"--prune-baseline needs --baseline FILE"};
 
-  std::vector<std::string> directories{default_rules_directory()};
-  directories.insert(directories.end(), config.rule_directories.begin(), config.rule_directories.end());
-  auto loaded_rules = load_rules(directories);
-  if (auto* error = std::get_if<RuleError>(&loaded_rules)) throw Failure{error->message};
-  const RuleSet& rules = std::get<RuleSet>(loaded_rules);
-  auto selection = resolve_selection(config, rules);
-  if (auto* error = std::get_if<ConfigError>(&selection)) throw Failure{error->message};
+  const KernelClassifier kernels = kernel_classifier(config);
 
   std::optional<Baseline> baseline;
   if (!baseline_path.empty()) {
@@ -173,17 +201,21 @@ int run(const CheckOptions& options, std::ostream& out, std::ostream& err) {
   std::error_code ec;
   report.source_root = config.source_root.value_or(std::filesystem::current_path(ec).string());
   for (const auto& rule : rules.infos()) {
-    const auto& skip = std::get<EvaluateOptions>(selection).skip;
+    const auto& skip = selection.skip;
     if (std::find(skip.begin(), skip.end(), rule.id) != skip.end()) continue;
     RuleInfo info = rule;
-    auto severity = std::get<EvaluateOptions>(selection).severities.find(rule.id);
-    if (severity != std::get<EvaluateOptions>(selection).severities.end()) info.severity = severity->second;
+    auto severity = selection.severities.find(rule.id);
+    if (severity != selection.severities.end()) info.severity = severity->second;
     report.rules.push_back(std::move(info));
   }
   for (const auto& timeline : timelines) {
     for (const auto& warning : timeline.stats.warnings) err << "ptadvise: warning: " << warning << "\n";
+    if (auto partial = partial_trace_problem(timeline)) {
+      if (!options.accept_partial) throw Failure{*partial};
+      err << "ptadvise: warning: " << *partial << "\n";
+    }
     report.traces.push_back(
-        analyse_trace(timeline, rules, std::get<EvaluateOptions>(selection), report.source_root, report.suppressed));
+        analyse_trace(timeline, rules, selection, kernels, report.source_root, report.suppressed));
   }
 
   std::vector<Finding> all;
@@ -192,9 +224,7 @@ int run(const CheckOptions& options, std::ostream& out, std::ostream& err) {
     std::ostringstream text;
     Baseline written = make_baseline(all);
     write_baseline(written, text);
-    if (!write_file(options.write_baseline_path, text.str())) {
-      throw Failure{options.write_baseline_path + ": cannot write the baseline"};
-    }
+    write_output(options.write_baseline_path, text.str(), "baseline");
     err << "ptadvise: wrote " << written.entries.size() << " baseline entries to " << options.write_baseline_path
         << "\n";
     baseline = std::move(written);  // everything just accepted: this run passes
@@ -216,7 +246,7 @@ int run(const CheckOptions& options, std::ostream& out, std::ostream& err) {
       });
       std::ostringstream text;
       write_baseline(pruned, text);
-      if (!write_file(baseline_path, text.str())) throw Failure{baseline_path + ": cannot rewrite the baseline"};
+      write_output(baseline_path, text.str(), "pruned baseline");
       err << "ptadvise: removed " << match.stale.size() << " stale entries from " << baseline_path << "\n";
       report.stale.clear();
     }
@@ -225,9 +255,16 @@ int run(const CheckOptions& options, std::ostream& out, std::ostream& err) {
   }
 
   if (!options.annotate_path.empty()) {
+    std::set<std::string> written;  // two traces of the same rank must not overwrite each other
     for (size_t i = 0; i < report.traces.size(); ++i) {
       const TraceReport& trace = report.traces[i];
       std::string path = per_trace_path(options.annotate_path, trace, i, report.traces.size());
+      if (!written.insert(path).second) {
+        TraceReport unranked = trace;
+        unranked.rank.reset();
+        path = per_trace_path(options.annotate_path, unranked, i, report.traces.size());
+        written.insert(path);
+      }
       if (auto error = write_annotated_trace(trace.path, trace.findings, path)) throw Failure{error->message};
     }
   }
@@ -239,7 +276,7 @@ int run(const CheckOptions& options, std::ostream& out, std::ostream& err) {
     std::ostringstream text;
     PrintOptions file_print;  // files never get colour
     print_report(report, format, text, file_print);
-    if (!write_file(file, text.str())) throw Failure{file + ": cannot write the " + std::string(to_string(format)) + " report"};
+    write_output(file, text.str(), std::string(to_string(format)) + " report");
     github = github || format == OutputFormat::Github;
   }
   print_report(report, *stdout_format, out, print);
@@ -248,7 +285,7 @@ int run(const CheckOptions& options, std::ostream& out, std::ostream& err) {
     if (summary_path && *summary_path) {
       std::ostringstream text;
       print_markdown(report, text);
-      if (!write_file(summary_path, text.str(), true)) err << "ptadvise: warning: cannot append to $GITHUB_STEP_SUMMARY\n";
+      if (!append_file(summary_path, text.str())) err << "ptadvise: warning: cannot append to $GITHUB_STEP_SUMMARY\n";
     }
   }
   out.flush();
@@ -256,12 +293,16 @@ int run(const CheckOptions& options, std::ostream& out, std::ostream& err) {
   return report.failing_count() > 0 ? kFailing : kClean;
 }
 
-Timeline load_one(const std::string& path, std::ostream& err) {
+Timeline load_one(const std::string& path, bool accept_partial, std::ostream& err) {
   auto loaded = load_traces({path});
   if (auto* error = std::get_if<LoadError>(&loaded)) throw Failure{error->message};
   auto& timelines = std::get<std::vector<Timeline>>(loaded);
   if (timelines.empty()) throw Failure{path + ": no trace found"};
   for (const auto& warning : timelines.front().stats.warnings) err << "ptadvise: warning: " << warning << "\n";
+  if (auto partial = partial_trace_problem(timelines.front())) {
+    if (!accept_partial) throw Failure{*partial};
+    err << "ptadvise: warning: " << *partial << "\n";
+  }
   if (timelines.size() > 1) {
     err << "ptadvise: warning: " << path << ": " << timelines.size() << " traces; comparing the first ("
         << timelines.front().path << ")\n";
@@ -277,20 +318,18 @@ int diff(const DiffOptions& options, std::ostream& out, std::ostream& err) {
   CheckOptions check;
   check.config_path = options.config_path;
   check.rule_directories = options.rule_directories;
+  check.kernel_family_tables = options.kernel_family_tables;
   Config config = effective_config(check);
-  std::vector<std::string> directories{default_rules_directory()};
-  directories.insert(directories.end(), config.rule_directories.begin(), config.rule_directories.end());
-  auto loaded_rules = load_rules(directories);
-  if (auto* error = std::get_if<RuleError>(&loaded_rules)) throw Failure{error->message};
-  const RuleSet& rules = std::get<RuleSet>(loaded_rules);
-  auto selection = resolve_selection(config, rules);
-  if (auto* error = std::get_if<ConfigError>(&selection)) throw Failure{error->message};
+  const KernelClassifier kernels = kernel_classifier(config);
+  auto loaded_rules = load_selected_rules(config);
+  if (auto* error = std::get_if<ConfigError>(&loaded_rules)) throw Failure{error->message};
+  const RuleSet& rules = std::get<SelectedRules>(loaded_rules).rules;
 
-  Timeline base = load_one(options.base_trace, err);
-  Timeline next = load_one(options.new_trace, err);
-  Analysis base_analysis = analyze(base);
-  Analysis next_analysis = analyze(next);
-  const auto& evaluate_options = std::get<EvaluateOptions>(selection);
+  Timeline base = load_one(options.base_trace, options.accept_partial, err);
+  Timeline next = load_one(options.new_trace, options.accept_partial, err);
+  Analysis base_analysis = analyze(base, kernels);
+  Analysis next_analysis = analyze(next, kernels);
+  const auto& evaluate_options = std::get<SelectedRules>(loaded_rules).selection;
   DiffReport report = diff_analyses(base_analysis, evaluate(rules, base_analysis, evaluate_options), next_analysis,
                                     evaluate(rules, next_analysis, evaluate_options), options.top);
   report.max_regression_pct = options.max_regression_pct;

@@ -7,6 +7,7 @@
 
 #include "format.h"
 #include "ptadvise/advisor.h"
+#include "ptadvise/schema_versions.h"
 
 namespace ptadvise {
 
@@ -148,6 +149,7 @@ void print_diff_text(const DiffReport& diff, std::ostream& out) {
 
 void print_diff_json(const DiffReport& diff, std::ostream& out) {
   out << "{\n";
+  out << "  \"schema_version\": " << jstr(kDiffSchemaVersion) << ",\n";
   out << "  \"base\": " << jstr(diff.base_path) << ",\n";
   out << "  \"new\": " << jstr(diff.new_path) << ",\n";
   out << "  \"base_step_ms\": " << fixed(diff.base_step_ms, 3) << ",\n";

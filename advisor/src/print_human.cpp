@@ -38,7 +38,12 @@ void print_trace_header(const TraceReport& trace, std::ostream& out, const Palet
   if (!trace.step_note.empty()) out << " (" << trace.step_note << ")";
   out << ", step time " << fixed(trace.step_ms, 3) << " ms, ";
   if (trace.has_gpu) {
-    out << "GPU busy " << fixed(trace.gpu_busy_pct, 1) << "%\n";
+    out << "GPU busy " << fixed(trace.gpu_busy_pct, 1) << "%";
+    if (trace.summary) {  // a waiting GPU is not a busy one: communication and copies apart from compute
+      out << " (compute " << fixed(trace.summary->compute_busy_pct, 1) << "%, communication "
+          << fixed(trace.summary->communication_pct, 1) << "%, copies " << fixed(trace.summary->copy_pct, 1) << "%)";
+    }
+    out << "\n";
   } else {
     out << "no GPU activity in the trace\n";
   }

@@ -1,11 +1,13 @@
 // Machine-read reports: JSON, SARIF 2.1.0, GitHub workflow commands, JUnit XML; and the escapes they use.
 #include <algorithm>
+#include <cstdio>
 #include <filesystem>
 #include <map>
 #include <ostream>
 
 #include "format.h"
 #include "ptadvise/advisor.h"
+#include "ptadvise/schema_versions.h"
 #include "ptadvise/summary_printer.h"
 
 namespace ptadvise {
@@ -195,14 +197,29 @@ std::string xml_escape(std::string_view text) {
   return out;
 }
 
+// Workflow-command data: GitHub decodes %25, %0D and %0A. Other control bytes (ESC sequences that rewrite
+// the log line, backspaces, C1 controls) come from trace names nobody vetted: they are shown as \xNN and
+// never reach the log raw.
 std::string github_escape_data(std::string_view text) {
   std::string out;
-  for (char c : text) {
-    switch (c) {
-      case '%': out += "%25"; break;
-      case '\r': out += "%0D"; break;
-      case '\n': out += "%0A"; break;
-      default: out += c;
+  char hex[8];
+  for (size_t i = 0; i < text.size(); ++i) {
+    const auto c = static_cast<unsigned char>(text[i]);
+    if (c == '%') {
+      out += "%25";
+    } else if (c == '\r') {
+      out += "%0D";
+    } else if (c == '\n') {
+      out += "%0A";
+    } else if (c < 0x20 || c == 0x7f) {
+      std::snprintf(hex, sizeof hex, "\\x%02X", c);
+      out += hex;
+    } else if (c == 0xC2 && i + 1 < text.size() && static_cast<unsigned char>(text[i + 1]) >= 0x80 &&
+               static_cast<unsigned char>(text[i + 1]) <= 0x9F) {
+      std::snprintf(hex, sizeof hex, "\\u%04X", static_cast<unsigned char>(text[++i]));  // C1 control
+      out += hex;
+    } else {
+      out += static_cast<char>(c);
     }
   }
   return out;
@@ -273,6 +290,7 @@ void print_report(const Report& report, OutputFormat format, std::ostream& out, 
 
 void print_json(const Report& report, std::ostream& out) {
   out << "{\n";
+  out << "  \"schema_version\": " << jstr(kCheckSchemaVersion) << ",\n";
   out << "  \"tool\": {\"name\": \"ptadvise\", \"version\": " << jstr(report.tool_version) << "},\n";
   out << "  \"fail_on\": " << jstr(to_string(report.fail_on)) << ",\n";
   out << "  \"findings_total\": " << report.finding_count() << ",\n";
@@ -301,6 +319,12 @@ void print_json(const Report& report, std::ostream& out) {
     out << "      \"step_note\": " << jstr(trace.step_note) << ",\n";
     out << "      \"step_ms\": " << fixed(trace.step_ms, 3) << ",\n";
     out << "      \"gpu_busy_pct\": " << fixed(trace.gpu_busy_pct, 2) << ",\n";
+    if (trace.summary) {
+      out << "      \"compute_busy_pct\": " << fixed(trace.summary->compute_busy_pct, 2) << ",\n";
+      out << "      \"communication_pct\": " << fixed(trace.summary->communication_pct, 2) << ",\n";
+      out << "      \"copy_pct\": " << fixed(trace.summary->copy_pct, 2) << ",\n";
+      out << "      \"idle_pct\": " << fixed(trace.summary->idle_pct, 2) << ",\n";
+    }
     out << "      \"recoverable_ms_per_step\": " << fixed(trace.recoverable_ms, 3) << ",\n";
     out << "      \"recoverable_pct\": "
         << fixed(trace.step_ms > 0 ? 100.0 * trace.recoverable_ms / trace.step_ms : 0.0, 2) << ",\n";

@@ -1,5 +1,6 @@
 // Renders a Summary as text or JSON. No analysis here: only formatting of the computed figures.
 #include "ptadvise/summary_printer.h"
+#include "ptadvise/schema_versions.h"
 
 #include <charconv>
 #include <cmath>
@@ -196,6 +197,8 @@ void write_stats(JsonWriter& json, const std::vector<KernelStat>& stats) {
 
 void write_summary(JsonWriter& json, const Summary& summary) {
   json.begin_object();
+  json.key("schema_version");
+  json.value(kSummarySchemaVersion);
   json.key("path");
   json.value(summary.path);
   json.key("rank");
@@ -273,6 +276,38 @@ void write_summary(JsonWriter& json, const Summary& summary) {
   json.key("idle");
   json.value(summary.idle_ms);
   json.end_object();
+  json.key("device_shares");
+  json.begin_array();
+  for (const DeviceShare& share : summary.device_shares) {
+    json.begin_object();
+    json.key("device");
+    json.value(static_cast<int64_t>(share.device));
+    json.key("compute_busy_pct");
+    json.value(share.compute_busy_pct);
+    json.key("communication_pct");
+    json.value(share.communication_pct);
+    json.key("copy_pct");
+    json.value(share.copy_pct);
+    json.key("idle_pct");
+    json.value(share.idle_pct);
+    json.key("compute_ms_per_step");
+    json.value(share.compute_ms);
+    json.key("communication_ms_per_step");
+    json.value(share.communication_ms);
+    json.key("copy_ms_per_step");
+    json.value(share.copy_ms);
+    json.key("idle_ms_per_step");
+    json.value(share.idle_ms);
+    json.end_object();
+  }
+  json.end_array();
+  json.key("kernel_family_ms_per_step");
+  json.begin_object();
+  for (size_t f = 0; f < kKernelFamilyCount; ++f) {
+    json.key(to_string(static_cast<KernelFamily>(f)));
+    json.value(summary.family_ms_per_step[f]);
+  }
+  json.end_object();
   json.key("idle_causes_ms");
   json.begin_object();
   for (IdleCause cause : {IdleCause::Sync, IdleCause::DataLoader, IdleCause::LaunchBound, IdleCause::CpuWork,
@@ -336,6 +371,20 @@ std::string summary_text(const Summary& summary) {
     line("GPU share", format("compute %.1f%%", summary.compute_busy_pct) +
                           format(" | communication %.1f%%", summary.communication_pct) +
                           format(" | copies %.1f%%", summary.copy_pct) + format(" | idle %.1f%%", summary.idle_pct));
+    if (summary.device_shares.size() > 1) {
+      for (const DeviceShare& share : summary.device_shares) {
+        line("", "device " + std::to_string(share.device) + format(": compute %.1f%%", share.compute_busy_pct) +
+                     format(" | communication %.1f%%", share.communication_pct) +
+                     format(" | copies %.1f%%", share.copy_pct) + format(" | idle %.1f%%", share.idle_pct));
+      }
+    }
+    std::string families;
+    for (size_t f = 0; f < kKernelFamilyCount; ++f) {
+      if (summary.family_ms_per_step[f] <= 0) continue;
+      families += (families.empty() ? "" : " | ") + std::string(to_string(static_cast<KernelFamily>(f))) + " " +
+                  ms(summary.family_ms_per_step[f]);
+    }
+    if (!families.empty()) line("kernel time", families + " per step (docs/KERNEL_FAMILIES.md)");
     line("GPU time", "compute " + ms(summary.compute_ms) + " | communication " + ms(summary.communication_ms) +
                          " | memcpy " + ms(summary.memcpy_ms) + " | memset " + ms(summary.memset_ms) + " | idle " +
                          ms(summary.idle_ms));

@@ -381,6 +381,11 @@ class Evaluator {
       if (selection.kinds != 0 && ((selection.kinds >> static_cast<unsigned>(ev_.kind[i])) & 1u) == 0) continue;
       if (name && !name->matches(ev_.name[i])) continue;
       if (exclude && exclude->matches(ev_.name[i])) continue;
+      if ((selection.families | selection.exclude_families) != 0) {
+        const uint32_t family = 1u << static_cast<unsigned>(a_.family_of(i));
+        if (selection.families != 0 && (selection.families & family) == 0) continue;
+        if ((selection.exclude_families & family) != 0) continue;
+      }
       if (selection.min_dur_ns >= 0 && ev_.dur_ns[i] < selection.min_dur_ns) continue;
       if (selection.max_dur_ns >= 0 && ev_.dur_ns[i] >= selection.max_dur_ns) continue;
       {

@@ -1,5 +1,6 @@
 // Loading and validating rule files (docs/RULE_LANGUAGE.md). Every problem becomes one RuleError line
 // naming the file, line, column and key; nothing here ever aborts on bad input.
+#include <sys/stat.h>
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
@@ -13,6 +14,8 @@
 #include <set>
 #include <sstream>
 
+#include "ptadvise/io.h"
+#include "ptadvise/yaml_budget.h"
 #include "quantity.h"
 #include "rule_model.h"
 
@@ -90,6 +93,8 @@ class Reader {
     if (!parsed || *parsed < 0) {
       fail(node, key, "expected a duration with a unit (ns, us, ms, s), got '" + value + "'");
     }
+    // Beyond int64 nanoseconds the conversion would wrap to a negative duration that matches everything.
+    if (*parsed > 4.6e18) fail(node, key, "duration out of range (at most 4.6e9 s), got '" + value + "'");
     return static_cast<int64_t>(std::llround(*parsed));
   }
   // A string or a list of strings.
@@ -412,9 +417,36 @@ class RuleCompiler {
     rule.primary = selection_index_.at(entries[0].first.Scalar());
   }
 
+  // `family:` / `exclude_family:` (docs/KERNEL_FAMILIES.md): kernel families select kernel events only.
+  void compile_families(const YAML::Node& node, const std::string& key, Selection& selection) {
+    for (const char* field : {"family", "exclude_family"}) {
+      const YAML::Node n = node[field];
+      if (!n) continue;
+      const std::string field_key = key + "." + field;
+      std::vector<std::string> names = r_.strings(n, field_key);
+      for (size_t i = 0; i < names.size(); ++i) {
+        auto family = parse_kernel_family(names[i]);
+        if (!family) {
+          std::string list;
+          for (size_t f = 0; f < kKernelFamilyCount; ++f) {
+            list += (list.empty() ? "" : ", ") + std::string(to_string(static_cast<KernelFamily>(f)));
+          }
+          r_.fail(n.IsSequence() ? n[i] : n, field_key, "unknown kernel family '" + names[i] + "'; expected one of " + list);
+        }
+        (field == std::string_view("family") ? selection.families : selection.exclude_families) |=
+            1u << static_cast<unsigned>(*family);
+      }
+    }
+    const uint32_t kernel = 1u << static_cast<unsigned>(EventKind::Kernel);
+    if (selection.kinds == 0) selection.kinds = kernel;
+    if (selection.kinds != kernel) {
+      r_.fail(node["kind"], key + ".kind", "a selection by kernel family selects kernels; expected `kind: kernel`");
+    }
+  }
+
   Selection compile_selector(const YAML::Node& node, const std::string& key, std::vector<size_t>& depends) {
     r_.expect_map(node, key,
-                  {"kind", "name", "exclude_name", "inside", "not_inside", "min_dur", "max_dur", "in_step",
+                  {"kind", "name", "exclude_name", "family", "exclude_family", "inside", "not_inside", "min_dur", "max_dur", "in_step",
                    "after_first_step", "in_warmup", "waits_for_gpu", "charged_idle", "args", "followed_by", "not_followed_by", "preceded_by", "not_preceded_by",
                    "contains", "not_contains", "union"});
     Selection selection;
@@ -445,6 +477,7 @@ class RuleCompiler {
     }
     if (auto n = node["name"]) selection.name_match = compile_names(n, key + ".name");
     if (auto n = node["exclude_name"]) selection.name_exclude = compile_names(n, key + ".exclude_name");
+    if (node["family"] || node["exclude_family"]) compile_families(node, key, selection);
     if (auto n = node["inside"]) selection.inside = compile_names(n, key + ".inside");
     if (auto n = node["not_inside"]) selection.not_inside = compile_names(n, key + ".not_inside");
     if (auto n = node["min_dur"]) selection.min_dur_ns = r_.duration_ns(n, key + ".min_dur");
@@ -544,7 +577,7 @@ class RuleCompiler {
         }
         case ArgOp::DimNotMultipleOf: {
           predicate.number = r_.number(value, field_key);
-          if (predicate.number < 1 || predicate.number != std::floor(predicate.number)) {
+          if (predicate.number < 1 || predicate.number > 1e15 || predicate.number != std::floor(predicate.number)) {
             r_.fail(value, field_key, "expected a positive integer");
           }
           break;
@@ -1047,6 +1080,7 @@ void add_rule(RuleSet& set, std::vector<RuleInfo>& infos, std::vector<std::uniqu
   } catch (const YAML::Exception& e) {
     reader.fail_at(e.mark, "yaml", e.msg);
   }
+  if (!yaml_within_budget(root)) reader.fail_at(YAML::Mark::null_mark(), "yaml", yaml_budget_message());
   if (!root.IsMap()) reader.fail(root, "rule", "expected a mapping with id, name, severity, ... (see docs/RULE_LANGUAGE.md)");
   RuleInfo info;
   auto rule = std::make_unique<CompiledRule>();
@@ -1117,21 +1151,34 @@ std::variant<RuleSet, RuleError> load_rules(const std::vector<std::string>& dire
     std::error_code ec;
     if (!fs::is_directory(directory, ec)) return RuleError{directory + ": not a rule directory"};
     std::vector<fs::path> files;
+    // Symlinked directories are followed, each real directory once: a link to an ancestor would loop.
+    std::set<std::pair<dev_t, ino_t>> seen_directories;
+    auto first_visit = [&seen_directories](const fs::path& path) {
+      struct stat info {};
+      return stat(path.c_str(), &info) != 0 || seen_directories.emplace(info.st_dev, info.st_ino).second;
+    };
+    first_visit(directory);
     for (fs::recursive_directory_iterator it(directory, fs::directory_options::follow_directory_symlink, ec), end;
          !ec && it != end; it.increment(ec)) {
-      if (it->is_regular_file(ec) && (it->path().extension() == ".yaml" || it->path().extension() == ".yml")) {
+      std::error_code type_error;
+      if (it->is_directory(type_error)) {
+        if (!first_visit(it->path())) it.disable_recursion_pending();
+        continue;
+      }
+      if (it->is_regular_file(type_error) &&
+          (it->path().extension() == ".yaml" || it->path().extension() == ".yml")) {
         files.push_back(it->path());
       }
     }
     if (ec) return RuleError{directory + ": cannot list rule files: " + ec.message()};
     std::sort(files.begin(), files.end());
     for (const auto& path : files) {
-      std::ifstream in(path, std::ios::binary);
-      std::ostringstream content;
-      content << in.rdbuf();
-      if (!in) return RuleError{path.string() + ": cannot read the rule file"};
+      std::string content;
+      if (auto error = read_small_file(path.string(), content)) {
+        return RuleError{path.string() + ": cannot read the rule file: " + *error};
+      }
       try {
-        add_rule(set, set.infos_, set.compiled_, content.str(), path.string());
+        add_rule(set, set.infos_, set.compiled_, content, path.string());
       } catch (const Failure& failure) {
         return RuleError{failure.message};
       }

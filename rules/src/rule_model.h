@@ -40,6 +40,9 @@ struct Selection {
   uint32_t kinds = 0;  // bit (1 << EventKind); 0 = any kind
   std::optional<NameMatcher> name_match;
   std::optional<NameMatcher> name_exclude;
+  // `family` / `exclude_family`: bit (1 << KernelFamily) of the kernel family table (kernels only); 0 = any
+  uint32_t families = 0;
+  uint32_t exclude_families = 0;
   std::optional<NameMatcher> inside;      // some ancestor's name matches
   std::optional<NameMatcher> not_inside;  // no ancestor's name matches
   int64_t min_dur_ns = -1;  // inclusive; -1 = no bound

@@ -1,6 +1,6 @@
 #include <cstdlib>
-#include <filesystem>
 
+#include "ptadvise/data_directory.h"
 #include "ptadvise/rules.h"
 
 namespace ptadvise {
@@ -9,14 +9,9 @@ std::string default_rules_directory() {
   if (const char* configured = std::getenv("PTADVISE_RULES_DIR"); configured != nullptr && *configured != '\0') {
     return configured;
   }
-  namespace fs = std::filesystem;
-  std::error_code ec;
-  fs::path exe = fs::read_symlink("/proc/self/exe", ec);
-  if (!ec) {
-    fs::path installed = exe.parent_path() / ".." / "share" / "ptadvise" / "rules.d";
-    if (fs::is_directory(installed, ec)) return installed.lexically_normal().string();
-  }
-  return PTADVISE_SOURCE_RULES_DIR;
+  std::string shipped = data_path("rules.d");
+  // No data directory at all: name where it was expected, so the error says what is missing.
+  return shipped.empty() ? "share/ptadvise/rules.d (beside the ptadvise executable)" : shipped;
 }
 
 }  // namespace ptadvise

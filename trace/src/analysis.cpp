@@ -78,12 +78,6 @@ uint16_t classify_name(std::string_view name) {
   if (name == "Stream Sync" || name == "Event Sync" || name == "Context Sync" || name == "Device Sync") {
     classes |= kHostSyncRecord;
   }
-  std::string_view bare = name;
-  if (bare.starts_with("void ")) bare.remove_prefix(5);
-  if (bare.starts_with("nccl") || bare.starts_with("rccl") || name.find("ncclKernel_") != std::string_view::npos ||
-      name.find("ncclDevKernel_") != std::string_view::npos) {
-    classes |= kCommunication;
-  }
   return classes;
 }
 
@@ -96,9 +90,10 @@ NameClasses classify_names(const StringPool& strings) {
 
 }  // namespace detail
 
-Analysis analyze(const Timeline& timeline) {
+Analysis analyze(const Timeline& timeline, const KernelClassifier& kernels) {
   Analysis analysis;
   analysis.timeline = &timeline;
+  analysis.kernel_family = classify_kernels(kernels, timeline);
   const Events& events = timeline.events;
   const detail::NameClasses names = detail::classify_names(timeline.strings);
   for (EventIndex i = 0; i < events.size(); ++i) {
@@ -133,6 +128,13 @@ EventIndex host_side(const Analysis& analysis, EventIndex i) {
 }
 
 }  // namespace
+
+KernelFamily Analysis::family_of(EventIndex i) const {
+  const Events& events = timeline->events;
+  if (i >= events.size() || events.kind[i] != EventKind::Kernel) return KernelFamily::Other;
+  const StringId name = events.name[i];
+  return name < kernel_family.size() ? kernel_family[name] : KernelFamily::Other;
+}
 
 EventIndex Analysis::cpu_op_of(EventIndex i) const {
   const Events& events = timeline->events;

@@ -18,7 +18,6 @@ enum NameClass : uint16_t {
   kAsyncMemcpy = 1u << 3,    // cudaMemcpyAsync and friends: blocking when followed by a synchronize
   kLaunchCall = 1u << 4,     // runtime/driver call that queues GPU work (kernel, copy, memset, graph)
   kHostSyncRecord = 1u << 5, // cuda_sync record of a host wait: Stream/Event/Context/Device Sync
-  kCommunication = 1u << 6,  // NCCL/RCCL kernels
   kIterationStart = 1u << 7, // enumerate(DataLoader)#...__next__, Optimizer.zero_grad#...: open an iteration
   kIterationEnd = 1u << 8,   // Optimizer.step#...: closes an iteration
   kOneOffWork = 1u << 9,     // warm-up work: cudaMalloc/cudaFree, cuDNN autotuning, module loading

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <limits>
 #include <unordered_set>
+#include <vector>
 
 #include "analysis_detail.h"
 
@@ -239,35 +240,65 @@ class LedgerBuilder {
     return innermost != kNone && innermost < launching_.size() && launching_[innermost];
   }
 
-  Classified classify(EventIndex innermost) const {
-    if (innermost == kNone) return {PieceKind::Untraced, kNone, kNone};
+  // The innermost event of each role on the chain from an event up to its outermost parent.
+  struct Chain {
     EventIndex sync = kNone, loader = kNone, launch = kNone, op = kNone, python = kNone, note = kNone,
                other_call = kNone;
+  };
+
+  // Computed once per event from its parent's chain: walking the whole chain for every piece was quadratic
+  // in the nesting depth (200k nested ops took minutes).
+  const Chain& chain_of(EventIndex innermost) const {
+    if (chains_.empty()) {
+      chains_.resize(events_.size());
+      chain_known_.assign(events_.size(), 0);
+    }
+    if (chain_known_[innermost]) return chains_[innermost];
+    std::vector<EventIndex> path;  // innermost first, up to the first event already known
+    Chain chain;
     for (EventIndex e = innermost; e != kNone; e = events_.parent[e]) {
-      EventKind kind = events_.kind[e];
-      uint16_t classes = names_.by_name[events_.name[e]];
+      if (chain_known_[e]) {
+        chain = chains_[e];
+        break;
+      }
+      path.push_back(e);
+    }
+    for (auto it = path.rbegin(); it != path.rend(); ++it) {
+      const EventIndex e = *it;
+      const EventKind kind = events_.kind[e];
+      const uint16_t classes = names_.by_name[events_.name[e]];
       if (kind == EventKind::Runtime || kind == EventKind::Driver) {
         if ((classes & kSyncCall) || blocking_.count(e)) {
-          if (sync == kNone) sync = e;
+          chain.sync = e;
         } else if (classes & kLaunchCall) {
-          if (launch == kNone) launch = e;
-        } else if (other_call == kNone) {
-          other_call = e;
+          chain.launch = e;
+        } else {
+          chain.other_call = e;
         }
       } else if (kind == EventKind::CpuOp || kind == EventKind::UserAnnotation) {
         if (classes & kDataLoader) {
-          if (loader == kNone) loader = e;
+          chain.loader = e;
         } else if (classes & kStepMarker) {
           // the step itself says nothing about what ran inside it
         } else if (kind == EventKind::CpuOp) {
-          if (op == kNone) op = e;
-        } else if (note == kNone) {
-          note = e;
+          chain.op = e;
+        } else {
+          chain.note = e;
         }
       } else if (kind == EventKind::PythonFunction) {
-        if (python == kNone) python = e;
+        chain.python = e;
       }
+      chains_[e] = chain;
+      chain_known_[e] = 1;
     }
+    return chains_[innermost];
+  }
+
+  Classified classify(EventIndex innermost) const {
+    if (innermost == kNone) return {PieceKind::Untraced, kNone, kNone};
+    const Chain& chain = chain_of(innermost);
+    const EventIndex sync = chain.sync, loader = chain.loader, launch = chain.launch, op = chain.op,
+                     python = chain.python, note = chain.note, other_call = chain.other_call;
     if (sync != kNone) return {PieceKind::Sync, op != kNone ? op : sync, innermost};
     if (loader != kNone) return {PieceKind::DataLoader, loader, innermost};
     if (launch != kNone) return {PieceKind::Launch, op != kNone ? op : launch, innermost};
@@ -307,6 +338,8 @@ class LedgerBuilder {
   std::unordered_set<EventIndex> blocking_;
   std::vector<uint8_t> launching_;  // per event: a launch of GPU work is inside it
   std::vector<Piece> pieces_;
+  mutable std::vector<Chain> chains_;  // per event, filled on first use
+  mutable std::vector<uint8_t> chain_known_;
   std::vector<Classified> classified_;
 };
 

@@ -67,6 +67,7 @@ struct Config {
   std::vector<std::string> ignore;         // removed after selection
   std::vector<RuleOverride> rules;         // per-rule severity and thresholds
   std::vector<std::string> rule_directories;  // extra rule directories, resolved against the file's folder
+  std::vector<std::string> kernel_families;   // kernel family tables tried before the shipped one (same)
   std::optional<Severity> fail_on;
   std::optional<std::string> source_root;  // resolved against the file's folder
   std::optional<std::string> baseline;     // resolved against the file's folder
@@ -88,6 +89,20 @@ std::variant<EvaluateOptions, ConfigError> resolve_selection(const Config& confi
 
 // The effective configuration as YAML (for --show-config).
 void print_config(const Config& config, std::ostream& out);
+
+// The rules a run uses: the shipped directory (default_rules_directory()) plus `extra_directories`.
+// Fails closed: a load error, or no rule file at all (an empty or wrong rule directory), is a ConfigError,
+// so that a gate never passes because nothing was checked.
+std::variant<RuleSet, ConfigError> load_rule_set(const std::vector<std::string>& extra_directories);
+
+struct SelectedRules {
+  RuleSet rules;
+  EvaluateOptions selection;
+  size_t selected_count = 0;  // rules left after select/extend-select/ignore
+};
+// load_rule_set(config.rule_directories) and resolve_selection(config); also a ConfigError when the
+// selection leaves no rule to run.
+std::variant<SelectedRules, ConfigError> load_selected_rules(const Config& config);
 
 // ---------------------------------------------------------------------------------------------------
 // Inline suppressions: `# ptadvise: ignore[PTA101, item-sync-in-step]` or a bare `# ptadvise: ignore`
@@ -218,6 +233,7 @@ std::string annotation_events(const std::vector<Finding>& findings);
 struct CheckOptions {
   std::vector<std::string> traces;      // files or directories
   std::vector<std::string> rule_directories;  // empty = the shipped rules (plus config's extra ones)
+  std::vector<std::string> kernel_family_tables;  // --kernel-families: added after the config's tables
   std::string config_path;              // empty = discover .ptadvise.yaml upward from the cwd
   std::string format = "text";          // stdout format
   std::vector<std::pair<std::string, std::string>> outputs;  // FORMAT, FILE
@@ -232,6 +248,7 @@ struct CheckOptions {
   bool show_config = false;
   std::string color = "auto";           // auto | always | never
   std::optional<std::string> source_root;
+  bool accept_partial = false;          // analyse traces of which much could not be read (else exit 2)
 };
 
 // Runs the whole check; returns the exit code (0 clean, 1 failing findings, 2 usage/input error).
@@ -273,10 +290,12 @@ struct DiffOptions {
   std::string base_trace;  // a file, or a directory (its first rank is compared)
   std::string new_trace;
   std::vector<std::string> rule_directories;  // added to the shipped rules
+  std::vector<std::string> kernel_family_tables;  // --kernel-families
   std::string config_path;                    // empty = discover .ptadvise.yaml upward from the cwd
   double max_regression_pct = 5;
   std::string format = "text";  // text | json
   size_t top = 10;
+  bool accept_partial = false;  // as in CheckOptions
 };
 
 // Loads, analyses and checks both traces and prints the comparison. Returns 0, 1 when the step time

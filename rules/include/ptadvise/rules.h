@@ -84,8 +84,8 @@ struct EvaluateOptions {
 std::vector<Finding> evaluate(const RuleSet& rules, const Analysis& analysis, const EvaluateOptions& options = {},
                               Coverage* coverage = nullptr);
 
-// The directory of rules shipped with ptadvise: $PTADVISE_RULES_DIR, else <exe dir>/../share/ptadvise/rules.d
-// when it exists, else the source tree's rules.d.
+// The directory of rules shipped with ptadvise: $PTADVISE_RULES_DIR, else data_directory()/rules.d
+// (ptadvise/data_directory.h: share/ptadvise beside the executable, or the build tree's links).
 std::string default_rules_directory();
 
 }  // namespace ptadvise

@@ -68,7 +68,7 @@ std::string raw_key(const Finding& f) {
 
 }  // namespace
 
-TEST_CASE("fingerprints are equal across recordings of the same program") {
+TEST_CASE("fingerprints are equal across recordings of the same program" * doctest::test_suite("corpus")) {
   const std::string traces = PTADVISE_SHARED_DIR "/traces/";
   if (!std::filesystem::exists(traces)) {
     MESSAGE("skipping: " << traces << " is absent (the real traces live beside the project)");

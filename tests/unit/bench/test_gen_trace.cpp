@@ -46,7 +46,7 @@ size_t linked_gpu_ops(const ptadvise::Timeline& timeline) {
 
 }  // namespace
 
-TEST_CASE("bench/gen_trace.py: a scaled trace loads as a longer run of the same program") {
+TEST_CASE("bench/gen_trace.py: a scaled trace loads as a longer run of the same program" * doctest::test_suite("corpus")) {
   if (!std::filesystem::exists(kSource)) {
     MESSAGE("skipped: " << kSource << " is absent (../shared/traces not present)");
     return;

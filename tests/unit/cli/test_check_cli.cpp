@@ -9,6 +9,7 @@
 
 #include "../advisor/python_check.h"
 #include "../advisor/temp_dir.h"
+#include "shell_run.h"
 #include "trace_builder.h"
 
 namespace {
@@ -16,23 +17,12 @@ namespace {
 using ptadvise::testing::read_file;
 using ptadvise::testing::TempDir;
 
-struct Run {
-  int exit_code = -1;
-  std::string out;
-  std::string err;
-};
+using Run = ptadvise::testing::ShellRun;
 
 // Runs the CLI in `cwd` with NO_COLOR unset so colour decisions come from the flags alone.
 Run ptadvise_cli(const std::string& args, const std::string& cwd, const std::string& env = "") {
-  TempDir capture;
-  std::string command = "cd '" + cwd + "' && env -u NO_COLOR -u GITHUB_STEP_SUMMARY " + env + " '" PTADVISE_BINARY "' " +
-                        args + " >'" + capture.file("out") + "' 2>'" + capture.file("err") + "'";
-  int status = std::system(command.c_str());
-  Run run;
-  run.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  run.out = read_file(capture.file("out"));
-  run.err = read_file(capture.file("err"));
-  return run;
+  return ptadvise::testing::run_shell("cd '" + cwd + "' && env -u NO_COLOR -u GITHUB_STEP_SUMMARY " + env + " '" +
+                                      PTADVISE_BINARY "' " + args);
 }
 
 std::string scenario(const std::string& name) {
@@ -146,6 +136,34 @@ TEST_CASE("check: .ptadvise.yaml is found upward and --show-config prints it") {
   Run nearer = ptadvise_cli("check '" + kSync + "'", dir.file("sub/dir"));
   CHECK(nearer.err.find("error") == std::string::npos);
   CHECK(nearer.out.find("[PTX901]") == std::string::npos);
+}
+
+TEST_CASE("check: kernel family tables from --kernel-families and the configuration") {
+  TempDir dir;
+  // The tiny-kernel storm fixture; a table calling every kernel communication leaves no storm to report.
+  const std::string storm = PTADVISE_SOURCE_DIR "/rules.d/tiny-kernels/tiny-kernel-storm.tests/fire.json.gz";
+  Run shipped = ptadvise_cli("check --select tiny-kernel-storm '" + storm + "'", dir.path());
+  CHECK(shipped.exit_code == 1);
+  CHECK(shipped.out.find("[PTA103]") != std::string::npos);
+  // The header splits the busy share: a waiting GPU is not a busy one.
+  CHECK(shipped.out.find("GPU busy 39.4% (compute 35.2%, communication 0.0%, copies 4.2%)") != std::string::npos);
+  dir.write("all-communication.yaml", "rules:\n  - family: communication\n    glob: '*'\n");
+  Run user = ptadvise_cli("check --select tiny-kernel-storm --kernel-families all-communication.yaml '" + storm + "'",
+                          dir.path());
+  CHECK(user.exit_code == 0);
+  CHECK(user.out.find("[PTA103]") == std::string::npos);
+  CHECK(user.out.find("GPU busy 39.4% (compute 0.0%, communication 35.2%, copies 4.2%)") != std::string::npos);
+  Run json = ptadvise_cli("check --format json --kernel-families all-communication.yaml '" + storm + "'", dir.path());
+  CHECK(json.out.find("\"compute_busy_pct\": 0.00,\n      \"communication_pct\": 35.23,\n      \"copy_pct\": 4.16,") !=
+        std::string::npos);
+  dir.write(".ptadvise.yaml", "kernel-families: [all-communication.yaml]\n");
+  Run configured = ptadvise_cli("check --select tiny-kernel-storm '" + storm + "'", dir.path());
+  CHECK(configured.exit_code == 0);
+  dir.write("bad.yaml", "rules:\n  - family: comm\n    glob: '*'\n");
+  Run bad = ptadvise_cli("check --kernel-families bad.yaml '" + storm + "'", dir.path());
+  CHECK(bad.exit_code == 2);
+  CHECK(bad.err == "ptadvise: error: bad.yaml:2:13: rules[0].family: unknown family 'comm'; expected one of "
+                   "matmul-tensor-core, matmul-simt, communication, copy, elementwise, reduction, other\n");
 }
 
 TEST_CASE("check: inline suppression on the source line the finding points to") {
@@ -284,7 +302,7 @@ TEST_CASE("check: a directory of per-rank traces reports each rank; baselines an
   CHECK(ptadvise_cli(check(dir) + "--baseline base.yaml '" + dir.file("ranks") + "'", dir.path()).exit_code == 0);
 }
 
-TEST_CASE("check: a 130 ns toy trace gets no warning (the noise floor)") {
+TEST_CASE("check: a 130 ns toy trace gets no warning (the noise floor)" * doctest::test_suite("corpus")) {
   const std::string toy = std::string(PTADVISE_SHARED_DIR) + "/traces/kineto__docs__traces__before_fix_trace.json";
   if (!std::filesystem::exists(toy)) {
     MESSAGE("skipped: " << toy << " is absent (the shared traces live beside the project)");
@@ -296,7 +314,7 @@ TEST_CASE("check: a 130 ns toy trace gets no warning (the noise floor)") {
   CHECK(run.out.find("No findings.") != std::string::npos);
 }
 
-TEST_CASE("check: every format says which rules could not check a CPU-only trace") {
+TEST_CASE("check: every format says which rules could not check a CPU-only trace" * doctest::test_suite("corpus")) {
   const std::string cpu = std::string(PTADVISE_SHARED_DIR) +
                           "/traces/HTA__tests__data__cpu_only__rank-34.Jul_15_10_52_41.1074.pt.trace.json.gz";
   if (!std::filesystem::exists(cpu)) {

@@ -10,6 +10,9 @@
 
 #include "test_scenarios_support.h"
 
+// Needs ../shared/traces: ctest runs this suite as the `corpus` test, reported skipped without it.
+TEST_SUITE_BEGIN("corpus");
+
 namespace ptadvise {
 namespace {
 
@@ -167,3 +170,5 @@ TEST_CASE("corpus: sites with Python stacks point at the library lines that caus
 
 }  // namespace
 }  // namespace ptadvise
+
+TEST_SUITE_END();

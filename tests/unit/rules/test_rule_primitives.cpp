@@ -114,6 +114,23 @@ TEST_CASE("selection by kind and name: globs, RE2 regexes, exclusions") {
   CHECK(run(f.analysis, "select: {k: {kind: runtime, name: \"nothing*\"}}\n").empty());
 }
 
+TEST_CASE("selection by kernel family (data/kernel_families.yaml)") {
+  Fixture f;
+  // ampere_fp16_s16816gemm_fp16_128x128 runs on Tensor Cores; elementwise_kernel is elementwise.
+  auto findings = run(f.analysis, "select: {k: {family: matmul-tensor-core}}\n");
+  REQUIRE(findings.size() == 1);
+  CHECK(findings[0].count_per_step == 1);
+  CHECK(findings[0].time_ms_per_step == doctest::Approx(0.075));
+  findings = run(f.analysis, "select: {k: {kind: kernel, family: [elementwise, matmul-simt]}}\n");
+  REQUIRE(findings.size() == 1);
+  CHECK(findings[0].time_ms_per_step == doctest::Approx(0.005));
+  findings = run(f.analysis, "select: {k: {kind: kernel, exclude_family: [matmul-tensor-core, communication]}}\n");
+  REQUIRE(findings.size() == 1);
+  CHECK(findings[0].count_per_step == 1);
+  CHECK(findings[0].time_ms_per_step == doctest::Approx(0.005));
+  CHECK(run(f.analysis, "select: {k: {family: communication}}\n").empty());
+}
+
 TEST_CASE("selection by duration and step membership") {
   Fixture f;
   auto findings = run(f.analysis, "select: {k: {kind: kernel, max_dur: 10us}}\n");

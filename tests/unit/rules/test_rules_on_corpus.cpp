@@ -10,6 +10,9 @@
 #include "ptadvise/loader.h"
 #include "ptadvise/rules.h"
 
+// Needs ../shared/traces: ctest runs this suite as the `corpus` test, reported skipped without it.
+TEST_SUITE_BEGIN("corpus");
+
 namespace {
 
 const std::string kTraces = PTADVISE_SHARED_DIR "/traces/";
@@ -82,3 +85,5 @@ TEST_CASE("an explicit synchronize called from Python is its own sync site") {
   REQUIRE(mask_check.site.source);
   CHECK(mask_check.site.source->file.find("modeling_attn_mask_utils.py") != std::string::npos);
 }
+
+TEST_SUITE_END();

@@ -13,6 +13,9 @@
 #include "ptadvise/loader.h"
 #include "test_analysis_helpers.h"
 
+// Needs ../shared/traces: ctest runs this suite as the `corpus` test, reported skipped without it.
+TEST_SUITE_BEGIN("corpus");
+
 using namespace ptadvise;
 
 namespace {
@@ -153,3 +156,5 @@ TEST_CASE("corpus: resnet50 without its ProfilerStep markers still has its 6 ite
   // Iterations start at the batch fetch a few µs into each ProfilerStep: periods within 1%.
   CHECK(without.step_period_ns() == doctest::Approx(with_markers.step_period_ns()).epsilon(0.01));
 }
+
+TEST_SUITE_END();

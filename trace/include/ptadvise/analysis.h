@@ -8,6 +8,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "ptadvise/kernel_class.h"
 #include "ptadvise/timeline.h"
 
 namespace ptadvise {
@@ -95,8 +96,12 @@ struct Analysis {
   std::vector<uint32_t> event_step;             // per event: index into steps, or kNone
   uint32_t main_track = kNone;  // the CPU thread carrying the step markers, else the one launching most GPU work
   std::unordered_map<int64_t, EventIndex> cpu_op_by_external_id;  // `External id` of CPU ops (> 0)
+  // Family of every kernel name (data/kernel_families.yaml plus the user's tables), indexed by StringId.
+  std::vector<KernelFamily> kernel_family;
 
   uint32_t step_of(EventIndex i) const { return event_step[i]; }
+  // The family of a kernel event (Other for every other kind of event).
+  KernelFamily family_of(EventIndex i) const;
   // Innermost enclosing CPU op (skipping runtime/annotation layers) of a GPU op or runtime call.
   EventIndex cpu_op_of(EventIndex i) const;
   // Enclosing chain from outermost to innermost CPU op/annotation names, for display.
@@ -127,7 +132,8 @@ std::optional<SourceLocation> parse_python_frame(std::string_view frame);
 // True for frames of torch, site-/dist-packages, the standard library and built-ins.
 bool is_library_frame(std::string_view file);
 
-Analysis analyze(const Timeline& timeline);
+// `kernels` sorts kernel names into families (the shipped table unless the user extended it).
+Analysis analyze(const Timeline& timeline, const KernelClassifier& kernels = KernelClassifier::builtin());
 
 // Figures of `ptadvise summary`; computed here, printed by the advisor's printers.
 struct KernelStat {
@@ -138,6 +144,14 @@ struct KernelStat {
 struct IdleShare {
   IdleCause cause = IdleCause::Untraced;
   double ms = 0;  // ledger time charged to the cause, all devices, all steps
+};
+// What one device did during the steady steps' windows, each moment counted once in this order: compute
+// kernels, communication kernels (family `communication`: NCCL/RCCL, mostly waiting for peers), copies
+// (memcpy, then memset), idle. Shares add up to 100; the ms figures are per steady step.
+struct DeviceShare {
+  int32_t device = -1;
+  double compute_busy_pct = 0, communication_pct = 0, copy_pct = 0, idle_pct = 0;
+  double compute_ms = 0, communication_ms = 0, copy_ms = 0, idle_ms = 0;  // per steady step
 };
 struct Summary {
   std::string path;
@@ -160,6 +174,9 @@ struct Summary {
   double compute_busy_pct = 0, communication_pct = 0, copy_pct = 0, idle_pct = 0;
   // Breakdown of GPU time within the steady windows, in ms (per device, summed over devices).
   double compute_ms = 0, communication_ms = 0, memcpy_ms = 0, memset_ms = 0, idle_ms = 0;
+  std::vector<DeviceShare> device_shares;  // the same split per device, in device order
+  // Kernel time per steady step by family of data/kernel_families.yaml (all devices, overlaps counted twice).
+  double family_ms_per_step[kKernelFamilyCount] = {};
   double kernels_per_step = 0;
   double tiny_kernel_pct = 0;  // kernels shorter than 10 us, % of kernel count
   int64_t kernel_count = 0;    // kernels inside steps

@@ -118,6 +118,7 @@ struct LoadStats {
   uint64_t unknown_phases = 0;      // phases we do not use (C counters, b/e async, ...)
   uint64_t truncated_bytes = 0;     // bytes after the last complete event of a cut file
   uint64_t recovered_errors = 0;    // JSON syntax errors skipped by resynchronising at the next event
+  uint64_t lost_bytes = 0;          // bytes of the event list skipped because of syntax errors
   std::vector<std::string> warnings;  // one line each, already phrased for the user
 };
 
