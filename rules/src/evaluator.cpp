@@ -692,7 +692,9 @@ class Evaluator {
             ++count;
           }
         }
-        return a_.steps.empty() ? 0.0 : static_cast<double>(count) / static_cast<double>(a_.steps.size()) * 100.0;
+        // Over the steady steps, the only ones whose events are selected (warm-up and a cut-short last step
+        // never are).
+        return a_.steps.empty() ? 0.0 : static_cast<double>(count) / static_cast<double>(steps_) * 100.0;
       }
       case MetricKind::MaxArg: {
         double best = kNaN;
@@ -1069,6 +1071,7 @@ std::vector<Finding> evaluate(const RuleSet& rules, const Analysis& analysis, co
       break;
     }
   }
+  if (!has_stacks) has_stacks = has_call_stacks(timeline);
   bool has_properties = false;
   for (const DeviceInfo& device : timeline.devices) has_properties = has_properties || device.compute_major >= 0;
   Coverage counted;
