@@ -35,16 +35,39 @@ const DeviceInfo& only_active_device(const Timeline& timeline) {
   return *device;
 }
 
+// The one device with activity in a shared trace, given to `check` (nothing when the trace is absent).
+template <typename Check>
+void with_active_device(const char* file, const char* why, Check check) {
+  CAPTURE(file);
+  CAPTURE(why);
+  auto timeline = load(file);
+  if (timeline) check(only_active_device(*timeline));
+}
+
 }  // namespace
 
-TEST_CASE("corpus devices: a V100 trace without deviceProperties gets Volta from volta_sgemm; the Tensor Core rule runs") {
+TEST_CASE("corpus devices: NVIDIA traces without deviceProperties get the architecture of their kernels") {
+  struct Case {
+    const char* file;
+    const char* why;
+  };
+  const Case cases[] = {
+      {"kineto__plugin__samples__resnet50_num_workers_0__worker0.pt.trace.json.gz", "V100: volta_sgemm, volta_scudnn"},
+      {"HTA__tests__data__trace_file_list__inference_rank_1.json.gz", "cutlass_70_wmma_tensorop"},
+  };
+  for (const Case& c : cases) {
+    with_active_device(c.file, c.why, [](const DeviceInfo& device) {
+      CHECK(device.vendor == "NVIDIA");
+      CHECK(device.compute_major == 7);
+      CHECK(device.compute_minor == 0);
+      CHECK(device.compute_inferred);
+    });
+  }
+}
+
+TEST_CASE("corpus devices: on an inferred Volta the Tensor Core rule runs (fp32 ResNet-50)") {
   auto timeline = load("kineto__plugin__samples__resnet50_num_workers_0__worker0.pt.trace.json.gz");
   if (!timeline) return;
-  const DeviceInfo& device = only_active_device(*timeline);
-  CHECK(device.vendor == "NVIDIA");
-  CHECK(device.compute_major == 7);
-  CHECK(device.compute_minor == 0);
-  CHECK(device.compute_inferred);
   auto rules = load_rules({PTADVISE_SOURCE_DIR "/rules.d"});
   REQUIRE(std::holds_alternative<RuleSet>(rules));
   EvaluateOptions options;
@@ -52,59 +75,38 @@ TEST_CASE("corpus devices: a V100 trace without deviceProperties gets Volta from
   Coverage coverage;
   auto findings = evaluate(std::get<RuleSet>(rules), analyze(*timeline), options, &coverage);
   CHECK(coverage.not_run.empty());
-  REQUIRE(findings.size() == 1);  // fp32 ResNet-50: sgemm/scudnn kernels
+  REQUIRE(findings.size() == 1);  // sgemm/scudnn kernels
   CHECK(findings[0].rule_id == "PTA105");
 }
 
-TEST_CASE("corpus devices: CUTLASS names give the architecture (cutlass_70_wmma_tensorop)") {
-  auto timeline = load("HTA__tests__data__trace_file_list__inference_rank_1.json.gz");
-  if (!timeline) return;
-  const DeviceInfo& device = only_active_device(*timeline);
-  CHECK(device.vendor == "NVIDIA");
-  CHECK(device.compute_major == 7);
-  CHECK(device.compute_minor == 0);
-  CHECK(device.compute_inferred);
-}
-
-TEST_CASE("corpus devices: an unnamed MI300 with computeMajor 9.4 is AMD, not compute capability 9.4") {
-  // deviceProperties without names, computeMajor 9 / computeMinor 4 (gfx942); the HIP runtime tells.
-  auto timeline = load("TraceLens__tests__traces__inference__vllm_decode_full__capture_traces__graph_capture_rank_0."
-                       "1773709742341309550.pt.trace.json.gz");
-  if (!timeline) return;
-  const DeviceInfo& device = only_active_device(*timeline);
-  CHECK(device.vendor == "AMD");
-  CHECK(device.compute_major == -1);
-  CHECK_FALSE(device.compute_inferred);
-}
-
-TEST_CASE("corpus devices: Triton kernels through the HIP runtime run on an AMD device") {
-  auto timeline = load("TraceLens__tests__traces__torch_compile_triton__trace.json.gz");
-  if (!timeline) return;
-  const DeviceInfo& device = only_active_device(*timeline);
-  CHECK(device.id == 2);
-  CHECK(device.vendor == "AMD");
-  CHECK(device.compute_major == -1);
-}
-
-TEST_CASE("corpus devices: kernels on a device deviceProperties does not list get the listed model") {
-  // deviceProperties lists device 0 (AMD Instinct MI300X); every kernel runs on device 9.
-  auto timeline = load("TraceLens__tests__traces__inference__sglang_decode__sglang_Qwen3-8B_decode.json.gz");
-  if (!timeline) return;
-  const DeviceInfo& device = only_active_device(*timeline);
-  CHECK(device.id == 9);
-  CHECK(device.name == "AMD Instinct MI300X");
-  CHECK(device.properties_borrowed);
-  CHECK(device.total_global_mem == 206141652992);
-  CHECK(device.vendor == "AMD");
-  CHECK(device.compute_major == -1);
-}
-
-TEST_CASE("corpus devices: MI250 listed as AMD Radeon Graphics is AMD; its gfx 9.0 is no compute capability") {
-  auto timeline = load("HTA__tests__data__amd_trace__mi250_minitoy_train_ROCm6_2_kineto.json.gz");
-  if (!timeline) return;
-  const DeviceInfo& device = only_active_device(*timeline);
-  CHECK(device.id == 2);
-  CHECK(device.vendor == "AMD");
-  CHECK(device.compute_major == -1);
-  CHECK_FALSE(device.properties_borrowed);
+TEST_CASE("corpus devices: ROCm devices are AMD and their gfx version is no CUDA compute capability") {
+  struct Case {
+    const char* file;
+    const char* why;
+    int32_t id;
+    const char* name;  // after inference
+    bool borrowed;     // the id is not in deviceProperties; its details are the listed model's
+  };
+  const Case cases[] = {
+      {"TraceLens__tests__traces__inference__vllm_decode_full__capture_traces__graph_capture_rank_0."
+       "1773709742341309550.pt.trace.json.gz",
+       "unnamed devices with computeMajor 9 / computeMinor 4 (gfx942); the HIP runtime tells", 2, "", false},
+      {"TraceLens__tests__traces__torch_compile_triton__trace.json.gz",
+       "Triton kernels through the HIP runtime on device 2; deviceProperties lists device 0", 2,
+       "AMD Instinct MI300X", true},
+      {"TraceLens__tests__traces__inference__sglang_decode__sglang_Qwen3-8B_decode.json.gz",
+       "deviceProperties lists device 0 (an MI300X); every kernel runs on device 9", 9, "AMD Instinct MI300X", true},
+      {"HTA__tests__data__amd_trace__mi250_minitoy_train_ROCm6_2_kineto.json.gz",
+       "an MI250 listed as AMD Radeon Graphics, computeMajor 9 (gfx90a)", 2, "AMD Radeon Graphics", false},
+  };
+  for (const Case& c : cases) {
+    with_active_device(c.file, c.why, [&c](const DeviceInfo& device) {
+      CHECK(device.id == c.id);
+      CHECK(device.name == c.name);
+      CHECK(device.properties_borrowed == c.borrowed);
+      CHECK(device.vendor == "AMD");
+      CHECK(device.compute_major == -1);
+      CHECK_FALSE(device.compute_inferred);
+    });
+  }
 }
