@@ -52,6 +52,8 @@ std::string device_line(const DeviceInfo& device) {
     if (!details.empty()) details += ", ";
     details += std::to_string(device.num_sms) + " SMs";
   }
+  if (device.properties_borrowed) details += std::string(details.empty() ? "" : "; ") + "not in deviceProperties, "
+                                             "which lists only this model";
   if (!details.empty()) line += " (" + details + ")";
   return line;
 }
