@@ -887,7 +887,7 @@ void TraceParser::finish() {
 std::variant<Timeline, LoadError> TraceParser::run(const LoadOptions& options) {
   timeline_.path = label_;
   timeline_.stats.bytes = size_;
-  extent_scan_budget_ = 4 * size_ + (size_t{64} << 20);
+  extent_scan_budget_ = 4 * size_ + (size_t{1} << 20);
   const size_t estimate = size_ / 300 + 16;
   Events& events = timeline_.events;
   events.ts_ns.reserve(estimate);
