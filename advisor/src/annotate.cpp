@@ -180,6 +180,13 @@ std::string annotation_events(const std::vector<Finding>& findings) {
 
 std::optional<AnnotateError> write_annotated_trace(const std::string& trace_path, const std::vector<Finding>& findings,
                                                    const std::string& out_path) {
+  // The trace is read a second time: a pipe or stdin has nothing left to give.
+  std::error_code type_error;
+  const auto type = std::filesystem::status(trace_path, type_error).type();
+  if (trace_path == "<stdin>" || type == std::filesystem::file_type::fifo ||
+      type == std::filesystem::file_type::character || type == std::filesystem::file_type::socket) {
+    return AnnotateError{trace_path + ": --annotate needs the trace as a file (it was read from a pipe)"};
+  }
   // gzread reads plain files unchanged and gzip files (all members) decompressed.
   gzFile in = gzopen(trace_path.c_str(), "rb");
   if (!in) return AnnotateError{trace_path + ": cannot open the trace to annotate"};
