@@ -231,7 +231,7 @@ std::variant<EvaluateOptions, ConfigError> resolve_selection(const Config& confi
     if (entry.severity) options.severities[rule->id] = *entry.severity;
     for (const auto& [name, value] : entry.thresholds) {
       bool known = std::any_of(rule->thresholds.begin(), rule->thresholds.end(),
-                               [&](const ThresholdInfo& t) { return t.name == name; });
+                               [&threshold = name](const ThresholdInfo& t) { return t.name == threshold; });
       if (!known) {
         std::string names;
         for (const auto& t : rule->thresholds) names += (names.empty() ? "" : ", ") + t.name;
