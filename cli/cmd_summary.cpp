@@ -20,6 +20,8 @@ struct SummaryOptions {
   std::vector<std::string> traces;
   std::string format = "text";
   size_t top = 10;
+  std::vector<std::string> kernel_family_tables;
+  bool accept_partial = false;
 };
 
 void run_summary(const SummaryOptions& options) {
@@ -29,11 +31,25 @@ void run_summary(const SummaryOptions& options) {
     exit_code() = kExitInputError;
     return;
   }
+  auto kernels = kernel_classifier_with(options.kernel_family_tables);
+  if (auto* error = std::get_if<KernelTableError>(&kernels)) {
+    print_error(error->message);
+    exit_code() = kExitInputError;
+    return;
+  }
   const auto& timelines = std::get<std::vector<Timeline>>(loaded);
   std::vector<Summary> summaries;
   for (const Timeline& timeline : timelines) {
     for (const std::string& warning : timeline.stats.warnings) print_warning(warning);
-    Analysis analysis = analyze(timeline);
+    if (auto partial = partial_trace_problem(timeline)) {
+      if (!options.accept_partial) {
+        print_error(*partial);
+        exit_code() = kExitInputError;
+        return;
+      }
+      print_warning(*partial);
+    }
+    Analysis analysis = analyze(timeline, std::get<KernelClassifier>(kernels));
     summaries.push_back(summarize(analysis, options.top));
   }
   if (options.format == "json") {
@@ -57,10 +73,14 @@ void add_summary_command(CLI::App& app) {
       "kernels per step and the share under 10 us, top kernels and CPU ops.");
   cmd->add_option("traces", options->traces, "Trace files (.json, .json.gz) or directories of per-rank traces")
       ->required();
+  cmd->add_option("--kernel-families", options->kernel_family_tables,
+                  "Kernel family table (repeatable), tried before the shipped one (docs/KERNEL_FAMILIES.md)")
+      ->allow_extra_args(false);
   cmd->add_option("--format", options->format, "Output format: text or json")
       ->check(CLI::IsMember({"text", "json"}))
       ->capture_default_str();
   cmd->add_option("--top", options->top, "How many kernels and CPU ops to list")->capture_default_str();
+  cmd->add_flag("--accept-partial", options->accept_partial, "Analyse traces of which more than 5% could not be read (else exit 2)");
   cmd->callback([options] { run_summary(*options); });
 }
 

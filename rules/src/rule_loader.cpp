@@ -1,5 +1,6 @@
 // Loading and validating rule files (docs/RULE_LANGUAGE.md). Every problem becomes one RuleError line
 // naming the file, line, column and key; nothing here ever aborts on bad input.
+#include <sys/stat.h>
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
@@ -13,6 +14,8 @@
 #include <set>
 #include <sstream>
 
+#include "ptadvise/io.h"
+#include "ptadvise/yaml_budget.h"
 #include "quantity.h"
 #include "rule_model.h"
 
@@ -90,6 +93,8 @@ class Reader {
     if (!parsed || *parsed < 0) {
       fail(node, key, "expected a duration with a unit (ns, us, ms, s), got '" + value + "'");
     }
+    // Beyond int64 nanoseconds the conversion would wrap to a negative duration that matches everything.
+    if (*parsed > 4.6e18) fail(node, key, "duration out of range (at most 4.6e9 s), got '" + value + "'");
     return static_cast<int64_t>(std::llround(*parsed));
   }
   // A string or a list of strings.
@@ -183,7 +188,7 @@ class RuleCompiler {
   void compile(RuleInfo& info, CompiledRule& rule) {
     r_.expect_map(root_, "",
                   {"id", "name", "severity", "tags", "summary", "fix", "docs", "order", "thresholds", "select",
-                   "group", "metrics", "when", "message", "saving", "tests"});
+                   "group", "metrics", "when", "message", "saving", "tests", "transform"});
     for (const char* required : {"id", "name", "severity", "tags", "summary", "fix", "docs", "select", "message",
                                  "saving"}) {
       if (!root_[required]) r_.fail(root_, required, "missing required key");
@@ -225,12 +230,17 @@ class RuleCompiler {
     if (auto when = root_["when"]) rule.when = compile_condition(rule, when, "when");
     rule.message = compile_template(rule, root_["message"], "message");
     compile_saving(rule);
+    if (auto transform = root_["transform"]) {
+      if (auto error = parse_transform(transform, rule.transform)) r_.fail_at(error->mark, error->key, error->what);
+    }
     compile_tests(rule);
 
     for (const auto& threshold : rule.thresholds) {
       info.thresholds.push_back({threshold.name, threshold.value, threshold.unit, threshold.doc});
     }
     info.saving_method = rule.saving_method;
+    info.transform = describe_transform(rule.transform);
+    info.transform_method = rule.transform.method;
     info.needs = needs_of(rule);
   }
 
@@ -412,10 +422,37 @@ class RuleCompiler {
     rule.primary = selection_index_.at(entries[0].first.Scalar());
   }
 
+  // `family:` / `exclude_family:` (docs/KERNEL_FAMILIES.md): kernel families select kernel events only.
+  void compile_families(const YAML::Node& node, const std::string& key, Selection& selection) {
+    for (const char* field : {"family", "exclude_family"}) {
+      const YAML::Node n = node[field];
+      if (!n) continue;
+      const std::string field_key = key + "." + field;
+      std::vector<std::string> names = r_.strings(n, field_key);
+      for (size_t i = 0; i < names.size(); ++i) {
+        auto family = parse_kernel_family(names[i]);
+        if (!family) {
+          std::string list;
+          for (size_t f = 0; f < kKernelFamilyCount; ++f) {
+            list += (list.empty() ? "" : ", ") + std::string(to_string(static_cast<KernelFamily>(f)));
+          }
+          r_.fail(n.IsSequence() ? n[i] : n, field_key, "unknown kernel family '" + names[i] + "'; expected one of " + list);
+        }
+        (field == std::string_view("family") ? selection.families : selection.exclude_families) |=
+            1u << static_cast<unsigned>(*family);
+      }
+    }
+    const uint32_t kernel = 1u << static_cast<unsigned>(EventKind::Kernel);
+    if (selection.kinds == 0) selection.kinds = kernel;
+    if (selection.kinds != kernel) {
+      r_.fail(node["kind"], key + ".kind", "a selection by kernel family selects kernels; expected `kind: kernel`");
+    }
+  }
+
   Selection compile_selector(const YAML::Node& node, const std::string& key, std::vector<size_t>& depends) {
     r_.expect_map(node, key,
-                  {"kind", "name", "exclude_name", "inside", "not_inside", "min_dur", "max_dur", "in_step",
-                   "after_first_step", "in_warmup", "waits_for_gpu", "args", "followed_by", "not_followed_by", "preceded_by", "not_preceded_by",
+                  {"kind", "name", "exclude_name", "family", "exclude_family", "inside", "not_inside", "min_dur", "max_dur", "in_step",
+                   "after_first_step", "in_warmup", "waits_for_gpu", "charged_idle", "args", "followed_by", "not_followed_by", "preceded_by", "not_preceded_by",
                    "contains", "not_contains", "union"});
     Selection selection;
     if (auto parts = node["union"]) {
@@ -445,6 +482,7 @@ class RuleCompiler {
     }
     if (auto n = node["name"]) selection.name_match = compile_names(n, key + ".name");
     if (auto n = node["exclude_name"]) selection.name_exclude = compile_names(n, key + ".exclude_name");
+    if (node["family"] || node["exclude_family"]) compile_families(node, key, selection);
     if (auto n = node["inside"]) selection.inside = compile_names(n, key + ".inside");
     if (auto n = node["not_inside"]) selection.not_inside = compile_names(n, key + ".not_inside");
     if (auto n = node["min_dur"]) selection.min_dur_ns = r_.duration_ns(n, key + ".min_dur");
@@ -453,6 +491,7 @@ class RuleCompiler {
     if (auto n = node["after_first_step"]) selection.after_first_step = r_.boolean(n, key + ".after_first_step");
     if (auto n = node["in_warmup"]) selection.in_warmup = r_.boolean(n, key + ".in_warmup");
     if (auto n = node["waits_for_gpu"]) selection.waits_for_gpu = r_.boolean(n, key + ".waits_for_gpu");
+    if (auto n = node["charged_idle"]) selection.charged_idle = compile_causes(n, key + ".charged_idle");
     if (auto n = node["args"]) {
       if (!n.IsSequence()) r_.fail(n, key + ".args", "expected a list of predicates like {key: bytes, ge: 1MiB}");
       for (const auto& item : n) selection.args.push_back(compile_arg(item, key + ".args"));
@@ -543,7 +582,7 @@ class RuleCompiler {
         }
         case ArgOp::DimNotMultipleOf: {
           predicate.number = r_.number(value, field_key);
-          if (predicate.number < 1 || predicate.number != std::floor(predicate.number)) {
+          if (predicate.number < 1 || predicate.number > 1e15 || predicate.number != std::floor(predicate.number)) {
             r_.fail(value, field_key, "expected a positive integer");
           }
           break;
@@ -740,6 +779,25 @@ class RuleCompiler {
     check_cycles(rule);
   }
 
+  // A list of idle causes (or `any`) as bits of 1 << IdleCause.
+  uint32_t compile_causes(const YAML::Node& causes, const std::string& key) {
+    uint32_t bits = 0;
+    std::vector<std::string> names = r_.strings(causes, key);
+    for (size_t i = 0; i < names.size(); ++i) {
+      if (names[i] == "any") {
+        bits = ~0u;
+        continue;
+      }
+      auto found = cause_names().find(names[i]);
+      if (found == cause_names().end()) {
+        r_.fail(causes.IsSequence() ? causes[i] : causes, key,
+                "unknown idle cause '" + names[i] + "'; expected any, sync, data-loader, launch-bound, cpu-work or untraced");
+      }
+      bits |= 1u << static_cast<unsigned>(found->second);
+    }
+    return bits;
+  }
+
   void compile_idle(CompiledRule& rule, Metric& metric, const YAML::Node& value, const std::string& key) {
     r_.expect_map(value, key, {"causes", "culprits", "include_claimed", "refill", "max_stretch", "min_stretch", "stat"});
     if (auto bound = value["max_stretch"]) metric.max_stretch_ns = r_.duration_ns(bound, key + ".max_stretch");
@@ -748,19 +806,7 @@ class RuleCompiler {
     metric.unit = MetricUnit::Ms;
     metric.idle_causes = 0;
     if (auto causes = value["causes"]) {
-      std::vector<std::string> names = r_.strings(causes, key + ".causes");
-      for (size_t i = 0; i < names.size(); ++i) {
-        if (names[i] == "any") {
-          metric.idle_causes = ~0u;
-          continue;
-        }
-        auto found = cause_names().find(names[i]);
-        if (found == cause_names().end()) {
-          r_.fail(causes.IsSequence() ? causes[i] : causes, key + ".causes",
-                  "unknown idle cause '" + names[i] + "'; expected any, sync, data-loader, launch-bound, cpu-work or untraced");
-        }
-        metric.idle_causes |= 1u << static_cast<unsigned>(found->second);
-      }
+      metric.idle_causes = compile_causes(causes, key + ".causes");
     } else {
       metric.idle_causes = ~0u;
     }
@@ -888,7 +934,8 @@ class RuleCompiler {
       static const std::map<std::string, TemplatePart::Kind, std::less<>> site = {
           {"site.op", TemplatePart::Kind::SiteOp},         {"site.kernel", TemplatePart::Kind::SiteKernel},
           {"site.name", TemplatePart::Kind::SiteName},     {"site.source", TemplatePart::Kind::SiteSource},
-          {"site.op_chain", TemplatePart::Kind::SiteChain}, {"idle_causes", TemplatePart::Kind::Idle}};
+          {"site.op_chain", TemplatePart::Kind::SiteChain}, {"idle_causes", TemplatePart::Kind::Idle},
+          {"idle_culprits", TemplatePart::Kind::IdleCulprits}};
       if (auto found = site.find(name); found != site.end()) {
         part.kind = found->second;
       } else if (auto metric = metric_index_.find(name); metric != metric_index_.end()) {
@@ -896,7 +943,7 @@ class RuleCompiler {
         part.metric = metric->second;
       } else {
         r_.fail(node, key, "unknown placeholder {" + name + "}; expected a metric, threshold or built-in name, "
-                           "site.op, site.kernel, site.name, site.source, site.op_chain or idle_causes");
+                           "site.op, site.kernel, site.name, site.source, site.op_chain, idle_causes or idle_culprits");
       }
       if (!literal.empty()) parts.push_back(TemplatePart{literal});
       literal.clear();
@@ -1038,6 +1085,7 @@ void add_rule(RuleSet& set, std::vector<RuleInfo>& infos, std::vector<std::uniqu
   } catch (const YAML::Exception& e) {
     reader.fail_at(e.mark, "yaml", e.msg);
   }
+  if (!yaml_within_budget(root)) reader.fail_at(YAML::Mark::null_mark(), "yaml", yaml_budget_message());
   if (!root.IsMap()) reader.fail(root, "rule", "expected a mapping with id, name, severity, ... (see docs/RULE_LANGUAGE.md)");
   RuleInfo info;
   auto rule = std::make_unique<CompiledRule>();
@@ -1108,21 +1156,34 @@ std::variant<RuleSet, RuleError> load_rules(const std::vector<std::string>& dire
     std::error_code ec;
     if (!fs::is_directory(directory, ec)) return RuleError{directory + ": not a rule directory"};
     std::vector<fs::path> files;
+    // Symlinked directories are followed, each real directory once: a link to an ancestor would loop.
+    std::set<std::pair<dev_t, ino_t>> seen_directories;
+    auto first_visit = [&seen_directories](const fs::path& path) {
+      struct stat info {};
+      return stat(path.c_str(), &info) != 0 || seen_directories.emplace(info.st_dev, info.st_ino).second;
+    };
+    first_visit(directory);
     for (fs::recursive_directory_iterator it(directory, fs::directory_options::follow_directory_symlink, ec), end;
          !ec && it != end; it.increment(ec)) {
-      if (it->is_regular_file(ec) && (it->path().extension() == ".yaml" || it->path().extension() == ".yml")) {
+      std::error_code type_error;
+      if (it->is_directory(type_error)) {
+        if (!first_visit(it->path())) it.disable_recursion_pending();
+        continue;
+      }
+      if (it->is_regular_file(type_error) &&
+          (it->path().extension() == ".yaml" || it->path().extension() == ".yml")) {
         files.push_back(it->path());
       }
     }
     if (ec) return RuleError{directory + ": cannot list rule files: " + ec.message()};
     std::sort(files.begin(), files.end());
     for (const auto& path : files) {
-      std::ifstream in(path, std::ios::binary);
-      std::ostringstream content;
-      content << in.rdbuf();
-      if (!in) return RuleError{path.string() + ": cannot read the rule file"};
+      std::string content;
+      if (auto error = read_small_file(path.string(), content)) {
+        return RuleError{path.string() + ": cannot read the rule file: " + *error};
+      }
       try {
-        add_rule(set, set.infos_, set.compiled_, content.str(), path.string());
+        add_rule(set, set.infos_, set.compiled_, content, path.string());
       } catch (const Failure& failure) {
         return RuleError{failure.message};
       }

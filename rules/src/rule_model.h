@@ -11,6 +11,7 @@
 #include "name_matcher.h"
 #include "ptadvise/finding.h"
 #include "ptadvise/rules.h"
+#include "transform_spec.h"
 
 namespace ptadvise {
 
@@ -40,6 +41,9 @@ struct Selection {
   uint32_t kinds = 0;  // bit (1 << EventKind); 0 = any kind
   std::optional<NameMatcher> name_match;
   std::optional<NameMatcher> name_exclude;
+  // `family` / `exclude_family`: bit (1 << KernelFamily) of the kernel family table (kernels only); 0 = any
+  uint32_t families = 0;
+  uint32_t exclude_families = 0;
   std::optional<NameMatcher> inside;      // some ancestor's name matches
   std::optional<NameMatcher> not_inside;  // no ancestor's name matches
   int64_t min_dur_ns = -1;  // inclusive; -1 = no bound
@@ -50,6 +54,9 @@ struct Selection {
   // Runtime/driver calls that return only after the GPU op they launched has finished (synchronous launches,
   // CUDA_LAUNCH_BLOCKING, pageable copies); other events never match.
   bool waits_for_gpu = false;
+  // `charged_idle: [causes]`: only events the idle ledger charges as the culprit of idle time of these
+  // causes (bits of 1 << IdleCause; 0 = no filter).
+  uint32_t charged_idle = 0;
   std::vector<ArgPredicate> args;
   std::vector<SequencePredicate> sequences;
   std::vector<size_t> union_of;  // `union: [a, b]`: the events of other selections (then no other filter)
@@ -132,7 +139,7 @@ struct SavingTerm {
 // A message template split into literal text and placeholders.
 struct TemplatePart {
   std::string literal;
-  enum class Kind { Literal, Metric, SiteOp, SiteKernel, SiteName, SiteSource, SiteChain, Idle } kind =
+  enum class Kind { Literal, Metric, SiteOp, SiteKernel, SiteName, SiteSource, SiteChain, Idle, IdleCulprits } kind =
       Kind::Literal;
   size_t metric = 0;
   bool as_bytes = false;
@@ -153,6 +160,7 @@ struct CompiledRule {
   bool order_last = false;
   bool order_first = false;  // `order: first`: root causes that explain other rules' symptoms claim idle first
   std::vector<RuleTest> tests;
+  RuleTransform transform;  // `transform:` (transform_spec.h)
 };
 
 }  // namespace ptadvise

@@ -6,7 +6,7 @@ Run by hand from anywhere (Python 3 standard library only, deterministic):
 
     python3 testdata/scenarios/make_scenarios.py
 
-It rewrites every *.json.gz beside this file, and the fire/quiet fixtures of rules PTA107-PTA120 in
+It rewrites every *.json.gz beside this file, and the fire/quiet fixtures of rules PTA107-PTA121 in
 rules.d/<group>/<name>.tests/. README.md beside it tells what each trace is and what ptadvise must find in it.
 
 How the traces are made: `Sim` is a small model of one process running the loop. The host thread advances its
@@ -413,6 +413,8 @@ class Program:
     resident_gb: float = 2.95     # GPU memory held outside the step (weights, optimizer state, other tensors)
     profile_from_start: bool = False  # schedule without wait/warmup: step 0 (lazy loading, allocator growth) recorded
     detect_anomaly: bool = False  # torch.autograd.set_detect_anomaly(True) left on
+    preprocess: str = "workers"   # workers | main_thread: the batch normalised and resized on the training thread
+    log_loss: bool = False        # running_loss += loss.item() at the end of every step
 
 
 IMAGE = (3, 128, 128)
@@ -526,6 +528,8 @@ class TrainingLoop:
         sim.gpu_ops_in_step = []
         with sim.op("ProfilerStep#%d" % number, cat="user_annotation", overhead_us=6.0) as step_external_id:
             self.next_batch()
+            if self.p.preprocess == "main_thread":
+                self.preprocess_batch()
             with sim.py("torch/utils/_contextlib.py(113): decorate_context", overhead_us=1.0):
                 pass
             self.copy_batch()
@@ -540,6 +544,8 @@ class TrainingLoop:
             self.optimizer_step()
             if self.p.empty_cache:
                 self.empty_cache()
+            if self.p.log_loss:
+                self.log_loss()
             with sim.py("torch/profiler/profiler.py(773): step", overhead_us=9.0):
                 pass
         if self.sim.gpu_ops_in_step and sim.recording:
@@ -563,6 +569,32 @@ class TrainingLoop:
                         self.load_batch_in_process()
                     else:
                         self.wait_for_worker()
+
+    def preprocess_batch(self) -> None:
+        """images = preprocess(images) on the training thread: uint8 -> float, normalise, resize, all CPU ops
+        that launch nothing while the GPU has run dry."""
+        sim = self.sim
+        with sim.py("pipeline.py(129): preprocess", overhead_us=6.0):
+            with sim.op("aten::to", extra_args=self.shapes([[self.batch, 3, 144, 144], [], [], [], []],
+                                                         ["unsigned char", "Scalar", "Scalar", "Scalar", "Scalar"])):
+                with sim.op("aten::_to_copy"):
+                    with sim.op("aten::copy_"):
+                        sim.cpu(640.0)
+            with sim.op("aten::sub_"):
+                sim.cpu(380.0)
+            with sim.op("aten::div_"):
+                sim.cpu(410.0)
+            with sim.py("torch/nn/functional.py(3868): interpolate", overhead_us=4.0):
+                with sim.op("aten::upsample_bilinear2d"):
+                    sim.cpu(1250.0)
+
+    def log_loss(self) -> None:
+        """running_loss += loss.item(): one float copied back, the host waits for the stream."""
+        sim = self.sim
+        with sim.op("aten::item"):
+            with sim.op("aten::_local_scalar_dense"):
+                sim.memcpy("DtoH", "Pageable", 4)
+                sim.stream_synchronize()
 
     def load_batch_in_process(self) -> None:
         """num_workers=0: decoding and augmenting every sample of the batch on the training thread."""
@@ -1089,9 +1121,16 @@ def record(program: Program, steps: int = 8, seed: int = 7) -> dict:
 
 
 def hash_program(program: Program) -> int:
-    """A stable (not salted) hash of the switches, for the trace_id."""
+    """A stable (not salted) hash of the switches, for the trace_id. Switches at their default are left out
+    from `preprocess` on, so adding a switch keeps the trace_id of every earlier trace."""
+    switches = dataclasses.astuple(program)
+    names = [field.name for field in dataclasses.fields(Program)]
+    first_optional = names.index("preprocess")
+    defaults = dataclasses.astuple(Program())
+    switches = switches[:first_optional] + tuple(
+        value for value, default in zip(switches[first_optional:], defaults[first_optional:]) if value != default)
     value = 1469598103934665603
-    for byte in repr(dataclasses.astuple(program)).encode():
+    for byte in repr(switches).encode():
         value = ((value ^ byte) * 1099511628211) % (1 << 64)
     return value
 
@@ -1188,6 +1227,9 @@ SCENARIOS = {
     # 19. torch.autograd.set_detect_anomaly(True) left on  vs  off
     "19_detect_anomaly": dataclasses.replace(WELL_TUNED, detect_anomaly=True),
     "19_detect_anomaly_fixed": dataclasses.replace(WELL_TUNED, detect_anomaly=False),
+    # 20. images = preprocess(images) on the training thread after a loss.item() sync  vs  in the DataLoader workers
+    "20_cpu_preprocess_in_step": dataclasses.replace(WELL_TUNED, preprocess="main_thread", log_loss=True),
+    "20_cpu_preprocess_in_step_fixed": dataclasses.replace(WELL_TUNED, preprocess="workers", log_loss=True),
     # The well-tuned loop: bf16 autocast on an A100, 4 pinned workers, no syncs, set_to_none, foreach SGD.
     "well_tuned": WELL_TUNED,
 }
@@ -1214,7 +1256,7 @@ def describe(name: str) -> str:
         name, lengths[len(lengths) // 2] / 1000.0, 100.0 * busy / (span[1] - span[0]), syncs)
 
 
-# Fixtures of rules PTA107-PTA120 (rules.d/<group>/<name>.tests/): the firing and the quiet program of the
+# Fixtures of rules PTA107-PTA121 (rules.d/<group>/<name>.tests/): the firing and the quiet program of the
 # scenario each rule is about, recorded over 4 steps to keep them small.
 RULES_DIR = os.path.join(HERE, "..", "..", "rules.d")
 FIXTURES = {
@@ -1232,6 +1274,7 @@ FIXTURES = {
     "memory/gpu-memory-underused": "16_small_batch_memory_underused",
     "memory/gpu-memory-nearly-full": "17_gpu_memory_nearly_full",
     "profiling/warmup-in-profiled-window": "18_warmup_in_profiled_window",
+    "host-work/host-bound-cpu-work": "20_cpu_preprocess_in_step",
 }
 
 

@@ -78,12 +78,6 @@ uint16_t classify_name(std::string_view name) {
   if (name == "Stream Sync" || name == "Event Sync" || name == "Context Sync" || name == "Device Sync") {
     classes |= kHostSyncRecord;
   }
-  std::string_view bare = name;
-  if (bare.starts_with("void ")) bare.remove_prefix(5);
-  if (bare.starts_with("nccl") || bare.starts_with("rccl") || name.find("ncclKernel_") != std::string_view::npos ||
-      name.find("ncclDevKernel_") != std::string_view::npos) {
-    classes |= kCommunication;
-  }
   return classes;
 }
 
@@ -96,9 +90,10 @@ NameClasses classify_names(const StringPool& strings) {
 
 }  // namespace detail
 
-Analysis analyze(const Timeline& timeline) {
+Analysis analyze(const Timeline& timeline, const KernelClassifier& kernels) {
   Analysis analysis;
   analysis.timeline = &timeline;
+  analysis.kernel_family = classify_kernels(kernels, timeline);
   const Events& events = timeline.events;
   const detail::NameClasses names = detail::classify_names(timeline.strings);
   for (EventIndex i = 0; i < events.size(); ++i) {
@@ -110,6 +105,7 @@ Analysis analyze(const Timeline& timeline) {
   detail::compute_busy(timeline, analysis);
   detail::compute_step_windows(analysis);
   detail::build_idle_ledger(timeline, names, analysis);
+  detail::build_step_ledger(timeline, names, analysis);
   return analysis;
 }
 
@@ -132,6 +128,13 @@ EventIndex host_side(const Analysis& analysis, EventIndex i) {
 }
 
 }  // namespace
+
+KernelFamily Analysis::family_of(EventIndex i) const {
+  const Events& events = timeline->events;
+  if (i >= events.size() || events.kind[i] != EventKind::Kernel) return KernelFamily::Other;
+  const StringId name = events.name[i];
+  return name < kernel_family.size() ? kernel_family[name] : KernelFamily::Other;
+}
 
 EventIndex Analysis::cpu_op_of(EventIndex i) const {
   const Events& events = timeline->events;
@@ -275,6 +278,17 @@ int64_t Analysis::total_idle_ns() const {
   int64_t total = 0;
   for (const IdleGap& gap : idle) total += gap.duration_ns();
   return total;
+}
+
+double Analysis::gpu_bound_ns_per_step() const {
+  double total = 0;
+  size_t count = 0;
+  for (uint32_t s = 0; s < step_ledger.size(); ++s) {
+    if (!is_steady(s)) continue;
+    total += static_cast<double>(step_ledger[s].gpu_bound_ns);
+    ++count;
+  }
+  return count > 0 ? total / static_cast<double>(count) : 0.0;
 }
 
 size_t Analysis::steady_step_count() const {

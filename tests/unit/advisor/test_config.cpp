@@ -30,6 +30,7 @@ TEST_CASE("a full configuration parses") {
       "  - tiny-kernel-storm\n"
       "fail-on: error\n"
       "rule-directories: [ci/rules, /abs/rules]\n"
+      "kernel-families: families.yaml\n"
       "source-root: src\n"
       "baseline: .ptadvise-baseline.yaml\n"
       "rules:\n"
@@ -43,11 +44,12 @@ TEST_CASE("a full configuration parses") {
   CHECK(config.ignore == std::vector<std::string>{"tiny-kernel-storm"});
   CHECK(config.fail_on == Severity::Error);
   CHECK(config.rule_directories == std::vector<std::string>{"/repo/ci/rules", "/abs/rules"});
+  CHECK(config.kernel_families == std::vector<std::string>{"/repo/families.yaml"});
   CHECK(config.source_root == "/repo/src");
   CHECK(config.baseline == "/repo/.ptadvise-baseline.yaml");
   REQUIRE(config.rules.size() == 2);
   CHECK(config.rules[0].rule == "PTA101");
-  CHECK(config.rules[0].line == 10);
+  CHECK(config.rules[0].line == 11);
   CHECK(config.rules[0].column == 3);
   CHECK(config.rules[0].severity == Severity::Error);
   CHECK(config.rules[0].thresholds.at("min_idle_pct") == 2.5);
@@ -66,7 +68,7 @@ TEST_CASE("an empty configuration means defaults") {
 TEST_CASE("configuration errors name file, line, column and what was expected") {
   CHECK(parse_error("select: [PTA101]\nfail_on: error\n") ==
         "cfg.yaml:2:1: fail_on: unknown key (expected select, extend-select, ignore, rules, rule-directories, "
-        "fail-on, source-root or baseline)");
+        "kernel-families, fail-on, source-root or baseline)");
   CHECK(parse_error("fail-on: loud\n") == "cfg.yaml:1:10: fail-on: expected info, warning or error, got 'loud'");
   CHECK(parse_error("select: {a: 1}\n") == "cfg.yaml:1:9: select: expected a rule id, name or tag, or a list of them");
   CHECK(parse_error("rules:\n  PTA101:\n    severity: error\n    threshold: 3\n") ==
@@ -90,7 +92,7 @@ TEST_CASE("find_config walks up from the working directory") {
   CHECK(std::get<Config>(loaded).fail_on == Severity::Error);
   auto missing = load_config(dir.file("nope.yaml"));
   REQUIRE(std::holds_alternative<ConfigError>(missing));
-  CHECK(std::get<ConfigError>(missing).message == dir.file("nope.yaml") + ": cannot read the configuration file");
+  CHECK(std::get<ConfigError>(missing).message == dir.file("nope.yaml") + ": cannot read the configuration file: No such file or directory");
 }
 
 TEST_CASE("print_config shows the effective configuration") {
@@ -105,6 +107,7 @@ TEST_CASE("print_config shows the effective configuration") {
         "ignore: []\n"
         "fail-on: warning\n"
         "rule-directories: []\n"
+        "kernel-families: []\n"
         "source-root: .\n"
         "rules:\n"
         "  PTA101:\n"

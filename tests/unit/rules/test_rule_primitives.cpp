@@ -114,6 +114,23 @@ TEST_CASE("selection by kind and name: globs, RE2 regexes, exclusions") {
   CHECK(run(f.analysis, "select: {k: {kind: runtime, name: \"nothing*\"}}\n").empty());
 }
 
+TEST_CASE("selection by kernel family (data/kernel_families.yaml)") {
+  Fixture f;
+  // ampere_fp16_s16816gemm_fp16_128x128 runs on Tensor Cores; elementwise_kernel is elementwise.
+  auto findings = run(f.analysis, "select: {k: {family: matmul-tensor-core}}\n");
+  REQUIRE(findings.size() == 1);
+  CHECK(findings[0].count_per_step == 1);
+  CHECK(findings[0].time_ms_per_step == doctest::Approx(0.075));
+  findings = run(f.analysis, "select: {k: {kind: kernel, family: [elementwise, matmul-simt]}}\n");
+  REQUIRE(findings.size() == 1);
+  CHECK(findings[0].time_ms_per_step == doctest::Approx(0.005));
+  findings = run(f.analysis, "select: {k: {kind: kernel, exclude_family: [matmul-tensor-core, communication]}}\n");
+  REQUIRE(findings.size() == 1);
+  CHECK(findings[0].count_per_step == 1);
+  CHECK(findings[0].time_ms_per_step == doctest::Approx(0.005));
+  CHECK(run(f.analysis, "select: {k: {family: communication}}\n").empty());
+}
+
 TEST_CASE("selection by duration and step membership") {
   Fixture f;
   auto findings = run(f.analysis, "select: {k: {kind: kernel, max_dur: 10us}}\n");
@@ -256,11 +273,11 @@ TEST_CASE("idle time from the ledger: culprits, refill, stretches, claims") {
   const EventIndex scalar = find_event(f.timeline, "aten::_local_scalar_dense");
   const EventIndex item = find_event(f.timeline, "aten::item");
   const EventIndex add = find_event(f.timeline, "aten::add", 1);
-  // A hand-made ledger: a sync gap charged to _local_scalar_dense, the refill after it (cpu-work), and an
-  // unrelated 100 µs cpu-work gap in step 2.
+  // A hand-made ledger: a sync gap charged to _local_scalar_dense, the refill after it (cpu-work on the way
+  // to the next launch), and an unrelated 100 µs cpu-work gap in step 2.
   f.analysis.idle = {
       IdleGap{0, 0, 460000, 480000, IdleCause::Sync, scalar},
-      IdleGap{0, 0, 480000, 510000, IdleCause::CpuWork, item},
+      IdleGap{0, 0, 480000, 510000, IdleCause::CpuWork, item, true, true},
       IdleGap{0, 1, 1500000, 1600000, IdleCause::CpuWork, add},
   };
   const std::string select = "select: {syncs: {kind: cpu_op, name: \"aten::item\"}}\ngroup: {by: [op]}\n";
@@ -271,6 +288,23 @@ TEST_CASE("idle time from the ledger: culprits, refill, stretches, claims") {
   };
   CHECK(idle_of("{causes: [sync], culprits: site}") == doctest::Approx(0.010));   // 20 µs over 2 steps
   CHECK(idle_of("{causes: [sync], culprits: site, refill: true}") == doctest::Approx(0.025));
+  {
+    // The refill is bounded: host work after the sync that launches nothing is its own cause.
+    Fixture g;
+    g.analysis.idle = f.analysis.idle;
+    g.analysis.idle[1].queues_work = false;
+    auto findings = run(g.analysis, select + "metrics: {idle_ms: {idle: {causes: [sync], culprits: site, refill: true}}}\n" +
+                                        "saving: {ms_per_step: idle_ms, method: idle}\n");
+    REQUIRE(findings.size() == 1);
+    CHECK(findings[0].saving_ms_per_step == doctest::Approx(0.010));
+    // ... and so is a stretch in which the host never launches again (a harness's sync, then nothing).
+    g.analysis.idle[1].queues_work = true;
+    g.analysis.idle[1].launching = false;
+    findings = run(g.analysis, select + "metrics: {idle_ms: {idle: {causes: [sync], culprits: site, refill: true}}}\n" +
+                                   "saving: {ms_per_step: idle_ms, method: idle}\n");
+    REQUIRE(findings.size() == 1);
+    CHECK(findings[0].saving_ms_per_step == doctest::Approx(0.010));
+  }
   CHECK(idle_of("{causes: any}") == doctest::Approx(0.075));
   CHECK(idle_of("{causes: [cpu-work]}") == doctest::Approx(0.065));
   CHECK(idle_of("{causes: any, max_stretch: 60us}") == doctest::Approx(0.025));  // the 50 µs stretch only

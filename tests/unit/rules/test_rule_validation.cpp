@@ -74,11 +74,19 @@ TEST_CASE("a valid rule loads with its metadata and thresholds") {
 TEST_CASE("unknown keys are errors naming line, column and key") {
   CHECK(error_of(replace_line(kValid, 6, "fix: Do not.\nfixes: x")) ==
         "r.yaml:7:1: fixes: unknown key; expected one of id, name, severity, tags, summary, fix, docs, order, "
-        "thresholds, select, group, metrics, when, message, saving, tests");
+        "thresholds, select, group, metrics, when, message, saving, tests, transform");
   CHECK(error_of(replace_line(kValid, 11, "  syncs: {kind: cpu_op, nam: x}")) ==
-        "r.yaml:11:25: select.syncs.nam: unknown key; expected one of kind, name, exclude_name, inside, not_inside, "
-        "min_dur, max_dur, in_step, after_first_step, in_warmup, waits_for_gpu, args, followed_by, not_followed_by, "
-        "preceded_by, not_preceded_by, contains, not_contains, union");
+        "r.yaml:11:25: select.syncs.nam: unknown key; expected one of kind, name, exclude_name, family, "
+        "exclude_family, inside, not_inside, min_dur, max_dur, in_step, after_first_step, in_warmup, waits_for_gpu, "
+        "charged_idle, args, followed_by, not_followed_by, preceded_by, not_preceded_by, contains, not_contains, union");
+}
+
+TEST_CASE("kernel family selectors: known families, kernels only") {
+  CHECK(error_of(replace_line(kValid, 11, "  syncs: {kind: kernel, family: tensor}")) ==
+        "r.yaml:11:33: select.syncs.family: unknown kernel family 'tensor'; expected one of matmul-tensor-core, "
+        "matmul-simt, communication, copy, elementwise, reduction, other");
+  CHECK(error_of(replace_line(kValid, 11, "  syncs: {kind: runtime, exclude_family: [communication]}")) ==
+        "r.yaml:11:17: select.syncs.kind: a selection by kernel family selects kernels; expected `kind: kernel`");
 }
 
 TEST_CASE("missing required keys and docs sections are errors") {
@@ -127,7 +135,7 @@ TEST_CASE("references to unknown names are errors") {
         "r.yaml:13:7: when: expected 'NAME OP VALUE' with OP one of < <= > >= == !=, got 'count => 1'");
   CHECK(error_of(replace_line(kValid, 14, "message: \"{site.opp}\"")) ==
         "r.yaml:14:10: message: unknown placeholder {site.opp}; expected a metric, threshold or built-in name, "
-        "site.op, site.kernel, site.name, site.source, site.op_chain or idle_causes");
+        "site.op, site.kernel, site.name, site.source, site.op_chain, idle_causes or idle_culprits");
   CHECK(error_of(replace_line(kValid, 12, "group: {by: [opp]}")) ==
         "r.yaml:12:14: group.by: unknown site key 'opp'; expected op, op_chain, kernel, name, source or bytes");
   CHECK(error_of(replace_line(kValid, 11, "  syncs: {followed_by: {select: other, within: 1us}}")) ==

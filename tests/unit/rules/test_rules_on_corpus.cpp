@@ -3,6 +3,7 @@
 #include <doctest/doctest.h>
 
 #include <filesystem>
+#include <map>
 #include <string>
 
 #include "ptadvise/analysis.h"
@@ -17,7 +18,8 @@ namespace {
 const std::string kTraces = PTADVISE_SHARED_DIR "/traces/";
 
 // Findings of `rule` on a shared trace; nullopt (with a message) when the shared traces are absent.
-std::optional<std::vector<ptadvise::Finding>> findings_on(const std::string& file, const std::string& rule) {
+std::optional<std::vector<ptadvise::Finding>> findings_on(const std::string& file, const std::string& rule,
+                                                         const std::map<std::string, double>& thresholds = {}) {
   if (!std::filesystem::exists(kTraces + file)) {
     MESSAGE("skipped: " << kTraces << file << " is absent (the shared traces live beside the project)");
     return std::nullopt;
@@ -30,6 +32,8 @@ std::optional<std::vector<ptadvise::Finding>> findings_on(const std::string& fil
   ptadvise::Analysis analysis = ptadvise::analyze(timeline);
   ptadvise::EvaluateOptions options;
   options.only = {rule};
+  auto* info = std::get<ptadvise::RuleSet>(rules).find(rule);
+  if (info != nullptr && !thresholds.empty()) options.thresholds[info->id] = thresholds;
   return ptadvise::evaluate(std::get<ptadvise::RuleSet>(rules), analysis, options);
 }
 
@@ -68,14 +72,18 @@ TEST_CASE("data-loader-stall on the older plugin samples: num_workers=0 versus 4
 }
 
 TEST_CASE("an explicit synchronize called from Python is its own sync site") {
+  // Each costs the GPU only the idle while the host waited and the refill to its next launch, well below
+  // the reporting thresholds (what follows is the harness's and the tokenizer's host work): lowered here.
   auto findings = findings_on("TraceLens__tests__traces__h100__gaunernst_bert-small-uncased__1016001.json.gz",
-                              "sync-in-step");
+                              "sync-in-step", {{"min_idle_pct", 0}, {"min_saving_ms", 0}, {"min_saving_pct", 0}});
   if (!findings) return;
   REQUIRE(findings->size() == 2);
-  CHECK(findings->at(0).site.op == "cudaDeviceSynchronize");
-  CHECK(findings->at(1).site.op == "aten::is_nonzero");
-  REQUIRE(findings->at(1).site.source);
-  CHECK(findings->at(1).site.source->file.find("modeling_attn_mask_utils.py") != std::string::npos);
+  const auto& device_sync = findings->at(0).site.op == "cudaDeviceSynchronize" ? findings->at(0) : findings->at(1);
+  const auto& mask_check = &device_sync == &findings->at(0) ? findings->at(1) : findings->at(0);
+  CHECK(device_sync.site.op == "cudaDeviceSynchronize");
+  CHECK(mask_check.site.op == "aten::is_nonzero");
+  REQUIRE(mask_check.site.source);
+  CHECK(mask_check.site.source->file.find("modeling_attn_mask_utils.py") != std::string::npos);
 }
 
 TEST_SUITE_END();

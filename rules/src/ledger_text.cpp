@@ -1,0 +1,38 @@
+#include "ledger_text.h"
+
+#include <algorithm>
+#include <map>
+
+namespace ptadvise {
+
+std::vector<uint8_t> charged_culprits(const Analysis& analysis, uint32_t causes) {
+  std::vector<uint8_t> charged(analysis.timeline != nullptr ? analysis.timeline->events.size() : 0, 0);
+  for (const IdleGap& gap : analysis.idle) {
+    if (((causes >> static_cast<unsigned>(gap.cause)) & 1u) == 0 || !analysis.is_steady(gap.step)) continue;
+    if (gap.culprit < charged.size()) charged[gap.culprit] = 1;
+  }
+  return charged;
+}
+
+std::string culprit_breakdown(const Analysis& analysis, const std::vector<uint32_t>& gaps, double steps, size_t top,
+                              std::string (*format)(double)) {
+  std::map<std::string_view, int64_t> by_name;
+  for (uint32_t k : gaps) {
+    const IdleGap& gap = analysis.idle[k];
+    std::string_view name = gap.culprit != kNone ? analysis.timeline->name(gap.culprit) : std::string_view("(nothing recorded)");
+    by_name[name] += gap.duration_ns();
+  }
+  std::vector<std::pair<int64_t, std::string_view>> order;
+  for (const auto& [name, ns] : by_name) order.emplace_back(ns, name);
+  std::sort(order.begin(), order.end(), [](const auto& x, const auto& y) {
+    return x.first != y.first ? x.first > y.first : x.second < y.second;
+  });
+  std::string text;
+  for (size_t n = 0; n < order.size() && n < top; ++n) {
+    if (!text.empty()) text += ", ";
+    text += std::string(order[n].second) + " " + format(static_cast<double>(order[n].first) / steps / 1e6) + " ms/step";
+  }
+  return text.empty() ? "none" : text;
+}
+
+}  // namespace ptadvise

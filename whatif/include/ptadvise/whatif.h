@@ -1,0 +1,162 @@
+// What-if: the dependency graph of a trace's steps, its discrete-event replay, the critical path, and
+// fixes as graph transforms. Uses trace/ only; knows nothing of rules or printers (docs/WHATIF.md).
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "ptadvise/analysis.h"
+
+namespace ptadvise::whatif {
+
+// What a node of the critical path spends its time on.
+enum class Category : uint8_t { Compute, Communication, Copy, Host, Sync, DataLoader };
+inline constexpr size_t kCategoryCount = 6;
+// "compute", "communication", "copies", "host", "sync", "data loader"
+std::string_view to_string(Category category);
+
+enum class NodeKind : uint8_t {
+  HostWork,  // time inside a CPU op, Python frame or annotation, outside runtime calls
+  HostGap,   // time on a thread inside no traced event (Python, GC) or only the step marker
+  Call,      // a runtime/driver call that does not block (launches, queries, allocations)
+  HostWait,  // a runtime/driver call that blocks the host until GPU work ends
+  GpuOp,     // a kernel, memcpy or memset on its stream
+};
+
+struct Node {
+  int64_t start_ns = 0;  // measured
+  int64_t dur_ns = 0;    // measured
+  // Replayed duration of the node itself. Host waits: the call's own cost; the wait comes from its edges.
+  int64_t work_ns = 0;
+  EventIndex event = kNone;  // innermost event (the call, op or GPU op); kNone for a gap
+  uint32_t lane = 0;
+  uint32_t step = kNone;
+  NodeKind kind = NodeKind::HostGap;
+  Category category = Category::Host;
+  bool anchored = false;  // starts no earlier than its measured start (first node of a lane, unlaunched GPU op)
+};
+
+enum class EdgeKind : uint8_t {
+  Order,        // program order on a thread, stream order on a GPU stream
+  Launch,       // runtime call start -> GPU op start, delay = launch latency
+  Wait,         // GPU op end -> end of the host wait draining it, delay = the wait's tail
+  StreamEvent,  // cudaEventRecord'ed op end -> first op after cudaStreamWaitEvent on another stream
+  Thread,       // a helper thread's gap ends where the main thread was at that moment (offset delay)
+  GraphLaunch,  // cudaGraphLaunch start -> the graph's first kernel (ops without their own launch call)
+};
+
+// Vertices: 2 * node is the node's start, 2 * node + 1 its end.
+struct Edge {
+  uint32_t from = 0;  // vertex
+  uint32_t to = 0;    // vertex
+  int64_t delay_ns = 0;
+  EdgeKind kind = EdgeKind::Order;
+};
+
+struct Lane {
+  uint32_t track = kNone;  // Timeline track
+  bool gpu = false;
+  std::vector<uint32_t> nodes;  // in order
+};
+
+struct Graph {
+  const Analysis* analysis = nullptr;
+  std::vector<Node> nodes;
+  std::vector<Edge> edges;              // sorted by `to`
+  std::vector<uint32_t> incoming;       // per vertex + 1: edges[incoming[v] .. incoming[v+1]) end at v
+  std::vector<uint32_t> outgoing;       // per vertex + 1: out_edges[outgoing[v] .. outgoing[v+1]) leave v
+  std::vector<uint32_t> out_edges;      // edge indices by `from`
+  std::vector<Lane> lanes;
+  uint32_t main_lane = kNone;           // the lane of Analysis::main_track
+  std::vector<uint32_t> node_of_event;  // per event: its node (calls, GPU ops; the first segment of a CPU op)
+  std::vector<uint32_t> lane_of_track;  // per Timeline track: its lane, else kNone
+  std::vector<uint32_t> launched_by;    // per node: the call node that launched this GPU op, else kNone
+  std::vector<uint32_t> first_launched; // per call node: the first GPU op node it launched, else kNone
+  std::vector<uint32_t> next_launched;  // per GPU op node: the next GPU op node of the same call, else kNone
+  size_t inferred_waits = 0;            // host waits whose drained GPU work was found
+};
+
+// The graph of every step (warm-up included, so the steady steps start from the state the GPU was in).
+Graph build_graph(const Analysis& analysis);
+
+// ---- transforms ------------------------------------------------------------------------------------
+
+// Primitives a fix is made of (docs/WHATIF.md). Each applies to the nodes of a set of events: host
+// events cover their time on their thread (and the GPU work launched in it); GPU events are themselves.
+enum class Primitive : uint8_t {
+  Remove,        // the nodes take no time (the Python around them stays: gaps are their own nodes)
+  Scale,         // GPU ops take factor × their time (factor from a table or given)
+  MakeAsync,     // host waits stop waiting (they keep their own cost)
+  Fuse,          // per step, the GPU kernels become one with their summed time; the other launches go
+  Overlap,       // communication kernels leave their stream's order: they overlap the compute after them
+  Background,    // host time moves to `workers` background lanes that run ahead (data loading)
+};
+std::string_view to_string(Primitive primitive);
+std::optional<Primitive> parse_primitive(std::string_view text);
+
+// Scale factor tables (documented in docs/WHATIF.md).
+enum class ScaleTable : uint8_t { None, TensorCores, PinnedCopy };
+std::optional<ScaleTable> parse_scale_table(std::string_view text);
+
+struct TransformSpec {
+  Primitive primitive = Primitive::Remove;
+  ScaleTable table = ScaleTable::None;
+  double factor = 1.0;  // Scale without a table
+  int workers = 4;      // Background: worker processes (num_workers)
+  int prefetch = 2;     // Background: batches each worker has ready when the window opens (prefetch_factor)
+  // What the transform touches of the selected events: the GPU work they launched only ("gpu"), their
+  // host time only ("host"), or both (default).
+  bool host = true;
+  bool gpu = true;
+};
+
+struct Fix {
+  TransformSpec spec;
+  std::vector<EventIndex> events;
+  std::string label;  // rule id or finding, for messages
+  std::string method;  // what the fix changes, phrased for the user
+};
+
+// ---- replay ----------------------------------------------------------------------------------------
+
+struct CriticalItem {
+  std::string name;  // event name ("(host gap)" for untraced host time, "(launch latency)", ...)
+  Category category = Category::Host;
+  double ms_per_step = 0;  // time on the critical path per steady step
+};
+
+struct CriticalSegment {  // one piece of the critical path, in replayed time
+  uint32_t node = kNone;  // kNone for an edge delay
+  uint32_t step = kNone;
+  int64_t start_ns = 0;
+  int64_t end_ns = 0;
+  Category category = Category::Host;
+  EdgeKind via = EdgeKind::Order;  // for an edge delay: which edge
+};
+
+struct ReplayResult {
+  double measured_step_ms = 0;  // Analysis::step_period_ns
+  double replayed_step_ms = 0;  // mean replayed period of the same steady steps
+  size_t steady_steps = 0;
+  std::array<double, kCategoryCount> critical_ms{};  // per steady step, by category
+  std::vector<CriticalItem> critical_top;            // largest first
+  std::vector<CriticalSegment> critical_path;        // steady steps, in time order
+  std::vector<int64_t> start_ns, end_ns;             // per node, replayed
+  size_t unordered = 0;  // vertices left in a dependency cycle (replayed in measured order)
+};
+
+// Replays the graph with the fixes applied (none: the unchanged graph). Linear in nodes and edges.
+// `with_path` fills the critical path and its shares.
+ReplayResult replay(const Graph& graph, const std::vector<Fix>& fixes = {}, bool with_path = true);
+
+// Measured, replayed, and why they differ when they differ by more than 3% (empty otherwise).
+std::string replay_discrepancy(const Graph& graph, const ReplayResult& result);
+
+// Factor of a scale table for a GPU op of this trace (1 when the table has no entry for it).
+double table_factor(const Timeline& timeline, ScaleTable table, EventIndex gpu_op);
+
+}  // namespace ptadvise::whatif

@@ -1,0 +1,34 @@
+#include "names.h"
+
+namespace ptadvise::whatif {
+namespace {
+bool contains(std::string_view text, std::string_view part) { return text.find(part) != std::string_view::npos; }
+}  // namespace
+
+uint16_t name_flags(std::string_view name) {
+  uint16_t flags = 0;
+  if (name.starts_with("ProfilerStep#")) flags |= kStepMarker;
+  if (name.starts_with("enumerate(DataLoader)#") && contains(name, "__next__")) flags |= kDataLoader;
+  const bool runtime = name.starts_with("cuda") || name.starts_with("hip") || name.starts_with("cu");
+  if (runtime) {
+    if (contains(name, "Query")) flags |= kQueryCall;
+    if (contains(name, "Synchronize")) flags |= kBlockingCall;
+    // Synchronous copies (cudaMemcpy, cudaMemcpy2D, hipMemcpyWithStream, cuMemcpyDtoH), never the *Async ones.
+    if (contains(name, "Memcpy") && !contains(name, "Async")) flags |= kBlockingCall;
+    // cudaFree waits for the whole device before it releases memory (not the stream-ordered cudaFreeAsync).
+    if ((name == "cudaFree" || name == "hipFree" || name == "cuMemFree" || name == "cuMemFree_v2")) {
+      flags |= kBlockingCall | kDeviceWide;
+    }
+    if (contains(name, "DeviceSynchronize") || contains(name, "CtxSynchronize")) flags |= kDeviceWide;
+    if (contains(name, "GraphLaunch")) flags |= kGraphLaunch;
+  }
+  std::string_view bare = name;
+  if (bare.starts_with("void ")) bare.remove_prefix(5);
+  if (bare.starts_with("nccl") || bare.starts_with("rccl") || contains(name, "ncclKernel_") ||
+      contains(name, "ncclDevKernel_")) {
+    flags |= kCommunication;
+  }
+  return flags;
+}
+
+}  // namespace ptadvise::whatif

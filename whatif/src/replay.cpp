@@ -1,0 +1,336 @@
+// Discrete-event replay of the step graph: every vertex (a node's start or end) happens as soon as all
+// its dependencies allow, in topological order (linear in nodes and edges); then the steps' periods are
+// measured on the replayed times exactly as on the trace, and the critical path is walked back.
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <limits>
+#include <map>
+
+#include "transform.h"
+
+namespace ptadvise::whatif {
+namespace {
+
+constexpr int64_t kUnset = std::numeric_limits<int64_t>::min();
+constexpr uint32_t kOwnStart = kNone - 1;  // an end vertex bound by its own start (+ work)
+
+struct Schedule {
+  std::vector<int64_t> time;     // per vertex
+  std::vector<uint32_t> binder;  // per vertex: the edge that set it, kOwnStart, or kNone (its measured start)
+  size_t unordered = 0;
+};
+
+Schedule schedule(const Graph& g, const Changes& changes) {
+  const size_t nodes = g.nodes.size();
+  const size_t vertices = 2 * nodes;
+  Schedule s;
+  s.time.assign(vertices, kUnset);
+  s.binder.assign(vertices, kNone);
+  std::vector<uint32_t> pending(vertices, 0);
+  for (size_t v = 0; v < vertices; ++v) pending[v] = g.incoming[v + 1] - g.incoming[v] + (v % 2 == 1 ? 1 : 0);
+  std::vector<uint32_t> ready;
+  ready.reserve(vertices);
+  for (uint32_t v = 0; v < vertices; ++v) {
+    if (pending[v] == 0) ready.push_back(v);
+  }
+  std::vector<uint8_t> done(vertices, 0);
+  int64_t origin = std::numeric_limits<int64_t>::max();
+  for (const Node& node : g.nodes) origin = std::min(origin, node.start_ns);
+  auto settle = [&](uint32_t v) {
+    const uint32_t n = v / 2;
+    const Node& node = g.nodes[n];
+    int64_t t = kUnset;
+    uint32_t binder = kNone;
+    if (v % 2 == 0) {
+      if (node.anchored) t = node.start_ns;
+    } else if (s.time[v - 1] != kUnset) {
+      t = s.time[v - 1] + changes.work[n];
+      binder = kOwnStart;
+    }
+    for (uint32_t e = g.incoming[v]; e < g.incoming[v + 1]; ++e) {
+      if (changes.edge_off[e]) continue;
+      const Edge& edge = g.edges[e];
+      if (s.time[edge.from] == kUnset) continue;
+      const int64_t candidate = s.time[edge.from] + edge.delay_ns;
+      if (t == kUnset || candidate > t) {
+        t = candidate;
+        binder = e;
+      }
+    }
+    if (changes.floor[v] != kUnset && (t == kUnset || changes.floor[v] > t)) {
+      t = changes.floor[v];
+      binder = kNone;
+    }
+    if (t == kUnset) {
+      // Nothing constrains it: its measured time, unless a transform switched off all its dependencies
+      // (a removed op), which frees it to the start of the replay.
+      const bool freed = v % 2 == 0 && g.incoming[v + 1] > g.incoming[v];
+      t = freed ? origin : v % 2 == 0 ? node.start_ns : node.start_ns + node.dur_ns;
+    }
+    s.time[v] = t;
+    s.binder[v] = binder;
+    done[v] = 1;
+  };
+  for (size_t head = 0; head < ready.size(); ++head) {
+    const uint32_t v = ready[head];
+    settle(v);
+    auto release = [&](uint32_t w) {
+      if (--pending[w] == 0) ready.push_back(w);
+    };
+    if (v % 2 == 0) release(v + 1);
+    for (uint32_t k = g.outgoing[v]; k < g.outgoing[v + 1]; ++k) release(g.edges[g.out_edges[k]].to);
+  }
+  if (ready.size() < vertices) {
+    // A dependency cycle (timestamps that contradict each other): the rest in measured order.
+    std::vector<uint32_t> rest;
+    for (uint32_t v = 0; v < vertices; ++v) {
+      if (!done[v]) rest.push_back(v);
+    }
+    auto measured = [&](uint32_t v) {
+      const Node& node = g.nodes[v / 2];
+      return v % 2 == 0 ? node.start_ns : node.start_ns + node.dur_ns;
+    };
+    std::stable_sort(rest.begin(), rest.end(), [&](uint32_t x, uint32_t y) { return measured(x) < measured(y); });
+    for (uint32_t v : rest) settle(v);
+    s.unordered = rest.size();
+  }
+  return s;
+}
+
+// Where a measured instant on a lane lies in the replay: the same offset into the node running then.
+int64_t replayed_instant(const Graph& g, const Schedule& s, uint32_t lane_index, int64_t time) {
+  const Lane& lane = g.lanes[lane_index];
+  auto it = std::upper_bound(lane.nodes.begin(), lane.nodes.end(), time,
+                             [&g](int64_t t, uint32_t n) { return t < g.nodes[n].start_ns; });
+  if (it == lane.nodes.begin()) {
+    const uint32_t n = lane.nodes.front();
+    return s.time[2 * n] - (g.nodes[n].start_ns - time);
+  }
+  const uint32_t n = *(it - 1);
+  const int64_t offset = time - g.nodes[n].start_ns;
+  return std::min(s.time[2 * n] + offset, std::max(s.time[2 * n + 1], s.time[2 * n]) +
+                                              std::max<int64_t>(0, offset - g.nodes[n].dur_ns));
+}
+
+struct StepTimes {
+  std::vector<int64_t> host_start, host_end, gpu_first, gpu_end;
+  std::vector<uint32_t> gpu_first_node;
+};
+
+StepTimes step_times(const Graph& g, const Schedule& s) {
+  const Analysis& a = *g.analysis;
+  const size_t n = a.steps.size();
+  StepTimes st;
+  st.host_start.assign(n, kUnset);
+  st.host_end.assign(n, kUnset);
+  st.gpu_first.assign(n, kUnset);
+  st.gpu_end.assign(n, kUnset);
+  st.gpu_first_node.assign(n, kNone);
+  std::vector<int64_t> any_first(n, kUnset);
+  std::vector<uint32_t> any_first_node(n, kNone);
+  for (uint32_t v = 0; v < g.nodes.size(); ++v) {
+    const Node& node = g.nodes[v];
+    if (node.kind != NodeKind::GpuOp || node.step >= n) continue;
+    const int64_t start = s.time[2 * v], end = s.time[2 * v + 1];
+    if (g.launched_by[v] != kNone && (st.gpu_first[node.step] == kUnset || start < st.gpu_first[node.step])) {
+      st.gpu_first[node.step] = start;
+      st.gpu_first_node[node.step] = v;
+    }
+    if (any_first[node.step] == kUnset || start < any_first[node.step]) {
+      any_first[node.step] = start;
+      any_first_node[node.step] = v;
+    }
+    st.gpu_end[node.step] = std::max(st.gpu_end[node.step], end);
+  }
+  for (size_t k = 0; k < n; ++k) {
+    if (st.gpu_first[k] == kUnset) {
+      st.gpu_first[k] = any_first[k];
+      st.gpu_first_node[k] = any_first_node[k];
+    }
+    if (g.main_lane != kNone) {
+      st.host_start[k] = replayed_instant(g, s, g.main_lane, a.steps[k].start_ns);
+      st.host_end[k] = replayed_instant(g, s, g.main_lane, a.steps[k].end_ns);
+    } else {
+      st.host_start[k] = a.steps[k].start_ns;
+      st.host_end[k] = a.steps[k].end_ns;
+    }
+  }
+  return st;
+}
+
+// The period of step k in the replay, defined as Analysis defines it on the trace; `from_gpu` tells
+// which side set it.
+int64_t period(const StepTimes& st, size_t k, bool& from_gpu) {
+  const size_t n = st.host_start.size();
+  const int64_t host = k + 1 < n ? st.host_start[k + 1] - st.host_start[k] : st.host_end[k] - st.host_start[k];
+  int64_t gpu = 0;
+  if (st.gpu_first[k] != kUnset) {
+    gpu = k + 1 < n && st.gpu_first[k + 1] != kUnset ? st.gpu_first[k + 1] - st.gpu_first[k]
+                                                     : st.gpu_end[k] - st.gpu_first[k];
+  }
+  from_gpu = gpu > host;
+  return std::max<int64_t>(0, std::max(host, gpu));
+}
+
+Category edge_category(const Graph& g, const Edge& edge) {
+  switch (edge.kind) {
+    case EdgeKind::Wait: return Category::Sync;
+    case EdgeKind::Order: case EdgeKind::StreamEvent: return g.nodes[edge.to / 2].category;
+    default: return Category::Host;
+  }
+}
+
+std::string_view edge_label(EdgeKind kind) {
+  switch (kind) {
+    case EdgeKind::Launch: return "(launch latency)";
+    case EdgeKind::Wait: return "(return from the wait)";
+    case EdgeKind::Thread: return "(hand-off between threads)";
+    case EdgeKind::GraphLaunch: return "(graph launch latency)";
+    case EdgeKind::StreamEvent: case EdgeKind::Order: return "(GPU gap)";
+  }
+  return "(gap)";
+}
+
+// Walks the binding dependencies back from `vertex` (reached at `until`) to time `from`, appending the
+// pieces in time order: a node's own time in its category, an edge's delay in the edge's.
+void walk_back(const Graph& g, const Schedule& s, uint32_t vertex, int64_t until, int64_t from, uint32_t step,
+               std::vector<CriticalSegment>& out) {
+  const size_t first = out.size();
+  int64_t t = until;
+  auto add = [&](uint32_t node, EdgeKind via, Category category, int64_t start) {
+    start = std::max(start, from);
+    if (start >= t) return;
+    out.push_back({node, step, start, t, category, via});
+    t = start;
+  };
+  for (size_t guard = 0; t > from && vertex != kNone && guard <= s.time.size(); ++guard) {
+    const uint32_t n = vertex / 2;
+    add(n, EdgeKind::Order, g.nodes[n].category, s.time[vertex]);
+    if (t <= from) break;
+    const uint32_t binder = s.binder[vertex];
+    if (vertex % 2 == 1 && binder == kOwnStart) {
+      vertex = vertex - 1;
+    } else if (binder != kNone && binder != kOwnStart) {
+      const Edge& edge = g.edges[binder];
+      add(kNone, edge.kind, edge_category(g, edge), s.time[edge.from]);
+      vertex = edge.from;
+    } else {
+      add(n, EdgeKind::Order, g.nodes[n].category, from);  // anchored: the time before the replay's window
+      break;
+    }
+  }
+  std::reverse(out.begin() + static_cast<std::ptrdiff_t>(first), out.end());
+}
+
+void critical_path(const Graph& g, const Schedule& s, const StepTimes& st, ReplayResult& result) {
+  const Analysis& a = *g.analysis;
+  const Timeline& tl = *a.timeline;
+  const size_t n = a.steps.size();
+  std::map<std::pair<std::string, Category>, int64_t> by_name;
+  std::array<int64_t, kCategoryCount> by_category{};
+  for (size_t k = 0; k < n; ++k) {
+    if (!a.is_steady(static_cast<uint32_t>(k))) continue;
+    bool from_gpu = false;
+    const int64_t length = period(st, k, from_gpu);
+    uint32_t vertex = kNone;
+    int64_t until = 0;
+    if (k + 1 < n) {
+      if (from_gpu && st.gpu_first_node[k + 1] != kNone) {
+        vertex = 2 * st.gpu_first_node[k + 1];
+        until = s.time[vertex];
+      } else if (g.main_lane != kNone) {
+        until = st.host_start[k + 1];
+        const Lane& lane = g.lanes[g.main_lane];
+        auto it = std::upper_bound(lane.nodes.begin(), lane.nodes.end(), a.steps[k + 1].start_ns,
+                                   [&g](int64_t t, uint32_t m) { return t < g.nodes[m].start_ns; });
+        if (it != lane.nodes.begin()) vertex = 2 * *(it - 1);  // the node running at the next step's start
+      }
+    } else {
+      // The last step ends with its last GPU op or the end of its host interval.
+      int64_t latest = kUnset;
+      for (uint32_t v = 0; v < g.nodes.size(); ++v) {
+        if (g.nodes[v].step == k && s.time[2 * v + 1] > latest) {
+          latest = s.time[2 * v + 1];
+          vertex = 2 * v + 1;
+        }
+      }
+      until = latest;
+    }
+    if (vertex == kNone) continue;
+    std::vector<CriticalSegment> pieces;
+    walk_back(g, s, vertex, until, until - length, static_cast<uint32_t>(k), pieces);
+    for (const CriticalSegment& piece : pieces) {
+      const int64_t d = piece.end_ns - piece.start_ns;
+      by_category[static_cast<size_t>(piece.category)] += d;
+      std::string name;
+      if (piece.node < g.nodes.size()) {
+        EventIndex e = g.nodes[piece.node].event;
+        name = e != kNone ? std::string(tl.name(e)) : "(host gap)";
+      } else {
+        name = std::string(edge_label(piece.via));
+      }
+      by_name[{name, piece.category}] += d;
+    }
+    result.critical_path.insert(result.critical_path.end(), pieces.begin(), pieces.end());
+  }
+  const double steps = static_cast<double>(std::max<size_t>(1, result.steady_steps));
+  for (size_t c = 0; c < kCategoryCount; ++c) result.critical_ms[c] = static_cast<double>(by_category[c]) / 1e6 / steps;
+  for (const auto& [key, total] : by_name) {
+    result.critical_top.push_back({key.first, key.second, static_cast<double>(total) / 1e6 / steps});
+  }
+  std::sort(result.critical_top.begin(), result.critical_top.end(), [](const CriticalItem& x, const CriticalItem& y) {
+    return x.ms_per_step != y.ms_per_step ? x.ms_per_step > y.ms_per_step : x.name < y.name;
+  });
+}
+
+}  // namespace
+
+ReplayResult replay(const Graph& graph, const std::vector<Fix>& fixes, bool with_path) {
+  ReplayResult result;
+  if (graph.analysis == nullptr) return result;
+  const Analysis& a = *graph.analysis;
+  result.measured_step_ms = a.step_period_ns() / 1e6;
+  result.steady_steps = a.steady_step_count();
+  Changes changes = apply_fixes(graph, fixes);
+  Schedule s = schedule(graph, changes);
+  result.unordered = s.unordered;
+  StepTimes st = step_times(graph, s);
+  double total = 0;
+  size_t counted = 0;
+  for (size_t k = 0; k < a.steps.size(); ++k) {
+    if (!a.is_steady(static_cast<uint32_t>(k))) continue;
+    bool from_gpu = false;
+    total += static_cast<double>(period(st, k, from_gpu));
+    ++counted;
+  }
+  result.replayed_step_ms = counted > 0 ? total / static_cast<double>(counted) / 1e6 : 0.0;
+  if (with_path) critical_path(graph, s, st, result);
+  result.start_ns.resize(graph.nodes.size());
+  result.end_ns.resize(graph.nodes.size());
+  for (size_t v = 0; v < graph.nodes.size(); ++v) {
+    result.start_ns[v] = s.time[2 * v];
+    result.end_ns[v] = s.time[2 * v + 1];
+  }
+  return result;
+}
+
+std::string replay_discrepancy(const Graph& graph, const ReplayResult& result) {
+  if (result.measured_step_ms <= 0) return {};
+  const double ratio = result.replayed_step_ms / result.measured_step_ms;
+  if (std::fabs(ratio - 1.0) <= 0.03) return {};
+  char buffer[160];
+  std::snprintf(buffer, sizeof buffer, "the replay of the unchanged trace gives %.3f ms per step, measured %.3f ms",
+                result.replayed_step_ms, result.measured_step_ms);
+  std::string reason(buffer);
+  if (result.unordered > 0) {
+    reason += ": " + std::to_string(result.unordered) + " events contradict the order of their dependencies";
+  } else if (graph.main_lane == kNone) {
+    reason += ": no host thread carries the steps";
+  } else {
+    reason += ": the trace's dependencies do not explain all of its timing (a wait or a hand-off the graph does not see)";
+  }
+  return reason + "; predictions for this trace are less certain";
+}
+
+}  // namespace ptadvise::whatif

@@ -1,0 +1,85 @@
+// Scale tables: how much faster a GPU op runs after a fix (docs/WHATIF.md, "Scale tables").
+#include <algorithm>
+#include <string_view>
+#include <vector>
+
+#include "ptadvise/whatif.h"
+
+namespace ptadvise::whatif {
+namespace {
+
+bool contains(std::string_view text, std::string_view part) { return text.find(part) != std::string_view::npos; }
+
+// Achieved pinned host<->device copy bandwidth of a PCIe x16 link, by the GPU generation that pairs
+// with it (bytes per ns = GB/s): PCIe 3.0 (Volta, Turing) ~12, PCIe 4.0 (Ampere) ~24, PCIe 5.0 (Hopper,
+// Blackwell) ~48: about 75% of the link's 15.8 / 31.5 / 63 GB/s per direction.
+double link_bandwidth(const Timeline& timeline, int32_t device) {
+  const DeviceInfo* info = timeline.device(device);
+  const int major = info != nullptr ? info->compute_major : -1;
+  if (major >= 9) return 48.0;
+  if (major == 8) return 24.0;
+  return 12.0;
+}
+
+std::string_view direction(std::string_view name) {
+  if (contains(name, "HtoD")) return "HtoD";
+  if (contains(name, "DtoH")) return "DtoH";
+  return {};
+}
+
+// Pinned copies of the same direction in this trace show what the link really gives: their median
+// bandwidth, counting only copies of at least 1 MiB (small ones measure the latency, not the link).
+double measured_pinned_bandwidth(const Timeline& timeline, std::string_view dir) {
+  std::vector<double> rates;
+  const Events& ev = timeline.events;
+  for (EventIndex i = 0; i < ev.size(); ++i) {
+    if (ev.kind[i] != EventKind::Memcpy || ev.dur_ns[i] <= 0) continue;
+    std::string_view name = timeline.name(i);
+    if (!contains(name, "Pinned") || direction(name) != dir) continue;
+    auto bytes = timeline.arg_double(i, "bytes");
+    if (!bytes || *bytes < (1 << 20)) continue;
+    rates.push_back(*bytes / static_cast<double>(ev.dur_ns[i]));
+  }
+  if (rates.empty()) return 0;
+  std::nth_element(rates.begin(), rates.begin() + static_cast<std::ptrdiff_t>(rates.size() / 2), rates.end());
+  return rates[rates.size() / 2];
+}
+
+// fp32 kernels that would run on Tensor Cores after the fix (autocast to fp16/bf16, or TF32): the
+// speed-up NVIDIA documents for mixed precision on whole kernels ("up to 3x" on Volta and later, the
+// Mixed Precision Training guide); the peak-throughput ratio (8x and more) is never reached by real
+// convolutions and GEMMs, which also move memory.
+double tensor_core_factor(const Timeline& timeline, EventIndex op) {
+  std::string_view name = timeline.name(op);
+  // Already on Tensor Cores: nothing to gain.
+  for (std::string_view marker : {"h884", "s884", "i884", "1688", "16816", "8816", "hmma", "tensorop", "gmma", "tf32",
+                                  "bf16", "fp16", "wmma", "mfma"}) {
+    if (contains(name, marker)) return 1.0;
+  }
+  const DeviceInfo* info = timeline.device(timeline.tracks[timeline.events.track[op]].device);
+  if (info != nullptr && info->compute_major >= 0 && info->compute_major < 7) return 1.0;  // no Tensor Cores
+  return 1.0 / 3.0;
+}
+
+}  // namespace
+
+double table_factor(const Timeline& timeline, ScaleTable table, EventIndex gpu_op) {
+  if (gpu_op >= timeline.events.size()) return 1.0;
+  const Events& ev = timeline.events;
+  switch (table) {
+    case ScaleTable::None: return 1.0;
+    case ScaleTable::TensorCores: return ev.kind[gpu_op] == EventKind::Kernel ? tensor_core_factor(timeline, gpu_op) : 1.0;
+    case ScaleTable::PinnedCopy: {
+      std::string_view name = timeline.name(gpu_op);
+      if (ev.kind[gpu_op] != EventKind::Memcpy || !contains(name, "Pageable") || ev.dur_ns[gpu_op] <= 0) return 1.0;
+      auto bytes = timeline.arg_double(gpu_op, "bytes");
+      if (!bytes) return 1.0;
+      double bandwidth = measured_pinned_bandwidth(timeline, direction(name));
+      if (bandwidth <= 0) bandwidth = link_bandwidth(timeline, timeline.tracks[ev.track[gpu_op]].device);
+      return std::min(1.0, *bytes / bandwidth / static_cast<double>(ev.dur_ns[gpu_op]));
+    }
+  }
+  return 1.0;
+}
+
+}  // namespace ptadvise::whatif

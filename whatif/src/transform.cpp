@@ -1,0 +1,211 @@
+// The transform primitives (docs/WHATIF.md): which nodes a fix touches, and how each primitive changes them.
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <map>
+
+#include "transform.h"
+
+namespace ptadvise::whatif {
+namespace {
+
+constexpr int64_t kFree = std::numeric_limits<int64_t>::min();
+
+struct Touched {
+  std::vector<uint32_t> host;  // host nodes, in time order
+  std::vector<uint32_t> gpu;   // GPU op nodes
+};
+
+void add_launched(const Graph& g, uint32_t call, std::vector<uint32_t>& gpu) {
+  for (uint32_t op = g.first_launched[call]; op != kNone; op = g.next_launched[op]) gpu.push_back(op);
+}
+
+// Host events cover their time on their thread and the GPU work launched in it; GPU ops are themselves.
+Touched resolve(const Graph& g, EventIndex e, const TransformSpec& spec) {
+  Touched out;
+  const Timeline& tl = *g.analysis->timeline;
+  const Events& ev = tl.events;
+  if (e >= ev.size()) return out;
+  if (is_gpu_activity(ev.kind[e])) {
+    uint32_t n = g.node_of_event[e];
+    if (n == kNone) return out;
+    if (spec.gpu) out.gpu.push_back(n);
+    if (spec.host && g.launched_by[n] != kNone) out.host.push_back(g.launched_by[n]);
+    return out;
+  }
+  if (is_gpu_side(ev.kind[e])) return out;
+  const uint32_t track = ev.track[e];
+  const uint32_t lane_index = track < g.lane_of_track.size() ? g.lane_of_track[track] : kNone;
+  if (lane_index == kNone || g.lanes[lane_index].gpu) return out;
+  const Lane& lane = g.lanes[lane_index];
+  const int64_t start = ev.ts_ns[e], end = ev.end_ns(e);
+  auto it = std::lower_bound(lane.nodes.begin(), lane.nodes.end(), start,
+                             [&g](uint32_t n, int64_t t) { return g.nodes[n].start_ns < t; });
+  for (; it != lane.nodes.end(); ++it) {
+    const Node& node = g.nodes[*it];
+    if (node.start_ns >= end && !(node.start_ns == end && node.dur_ns == 0 && start == end)) break;
+    if (spec.host) out.host.push_back(*it);
+    if (spec.gpu && node.kind != NodeKind::GpuOp) add_launched(g, *it, out.gpu);
+  }
+  return out;
+}
+
+void switch_off_waits(const Graph& g, uint32_t n, Changes& changes) {
+  for (uint32_t e = g.incoming[2 * n + 1]; e < g.incoming[2 * n + 2]; ++e) {
+    if (g.edges[e].kind == EdgeKind::Wait) changes.edge_off[e] = 1;
+  }
+}
+
+void remove(const Graph& g, const Touched& t, Changes& changes) {
+  for (uint32_t n : t.host) {
+    changes.work[n] = 0;
+    switch_off_waits(g, n, changes);
+  }
+  for (uint32_t n : t.gpu) {
+    changes.work[n] = 0;
+    // A removed op is never launched: nothing waits for its launch latency.
+    for (uint32_t e = g.incoming[2 * n]; e < g.incoming[2 * n + 1]; ++e) {
+      if (g.edges[e].kind == EdgeKind::Launch) changes.edge_off[e] = 1;
+    }
+  }
+}
+
+void scale(const Graph& g, const Touched& t, const TransformSpec& spec, Changes& changes) {
+  const Timeline& tl = *g.analysis->timeline;
+  for (uint32_t n : t.gpu) {
+    const double factor = spec.table != ScaleTable::None ? table_factor(tl, spec.table, g.nodes[n].event) : spec.factor;
+    changes.work[n] = static_cast<int64_t>(std::llround(static_cast<double>(changes.work[n]) * factor));
+  }
+}
+
+void make_async(const Graph& g, const Touched& t, Changes& changes) {
+  for (uint32_t n : t.host) switch_off_waits(g, n, changes);
+  for (uint32_t op : t.gpu) {
+    if (g.launched_by[op] != kNone) switch_off_waits(g, g.launched_by[op], changes);
+  }
+}
+
+// Per step and stream, the kernels become one: the first carries their summed time, the others and their
+// launch calls take none.
+void fuse(const Graph& g, const Touched& t, Changes& changes) {
+  std::map<std::pair<uint32_t, uint32_t>, uint32_t> first;  // (step, lane) -> first node
+  std::vector<uint32_t> ops = t.gpu;
+  std::sort(ops.begin(), ops.end(), [&g](uint32_t x, uint32_t y) { return g.nodes[x].start_ns < g.nodes[y].start_ns; });
+  for (uint32_t n : ops) {
+    const Node& node = g.nodes[n];
+    auto [it, inserted] = first.try_emplace({node.step, node.lane}, n);
+    if (inserted) continue;
+    changes.work[it->second] += changes.work[n];
+    changes.work[n] = 0;
+    if (g.launched_by[n] != kNone) changes.work[g.launched_by[n]] = 0;
+  }
+}
+
+void overlap(const Graph& g, const Touched& t, Changes& changes) {
+  for (uint32_t n : t.gpu) {
+    if (g.nodes[n].category != Category::Communication) continue;
+    for (uint32_t k = g.outgoing[2 * n + 1]; k < g.outgoing[2 * n + 2]; ++k) {
+      const uint32_t e = g.out_edges[k];
+      if (g.edges[e].kind == EdgeKind::Order) changes.edge_off[e] = 1;
+    }
+  }
+}
+
+// Data loading in `workers` background processes (PyTorch's DataLoader with num_workers > 0): the workers
+// were started before the profiled window and have `prefetch` batches each ready when it opens; after
+// that each batch is made by one worker as soon as that worker is free. The training thread only waits
+// when the batch it asks for is not ready. (The workers' lead over the loop is not capped here.)
+void background(const Graph& g, const std::vector<EventIndex>& events, const TransformSpec& spec, Changes& changes) {
+  const Events& ev = g.analysis->timeline->events;
+  std::vector<EventIndex> ordered = events;
+  std::sort(ordered.begin(), ordered.end(), [&ev](EventIndex x, EventIndex y) { return ev.ts_ns[x] < ev.ts_ns[y]; });
+  int64_t origin = std::numeric_limits<int64_t>::max();
+  for (const Node& node : g.nodes) origin = std::min(origin, node.start_ns);
+  const size_t workers = static_cast<size_t>(std::max(1, spec.workers));
+  const size_t ready = workers * static_cast<size_t>(std::max(0, spec.prefetch));
+  std::vector<int64_t> free_at(workers, origin);
+  TransformSpec host_only = spec;
+  host_only.gpu = false;
+  size_t batch = 0;
+  for (EventIndex e : ordered) {
+    Touched t = resolve(g, e, host_only);
+    if (t.host.empty()) continue;
+    int64_t load = 0;
+    for (uint32_t n : t.host) {
+      load += changes.work[n];
+      changes.work[n] = 0;
+    }
+    const size_t index = batch++;
+    if (index < ready) continue;  // prefetched before the window opened
+    int64_t& worker = free_at[index % workers];
+    worker += load;
+    const uint32_t last = t.host.back();
+    changes.floor[2 * last + 1] = std::max(changes.floor[2 * last + 1], worker);
+  }
+}
+
+}  // namespace
+
+Changes apply_fixes(const Graph& g, const std::vector<Fix>& fixes) {
+  Changes changes;
+  changes.work.resize(g.nodes.size());
+  for (size_t n = 0; n < g.nodes.size(); ++n) changes.work[n] = g.nodes[n].work_ns;
+  changes.edge_off.assign(g.edges.size(), 0);
+  changes.floor.assign(2 * g.nodes.size(), kFree);
+  for (const Fix& fix : fixes) {
+    if (fix.spec.primitive == Primitive::Background) {
+      background(g, fix.events, fix.spec, changes);
+      continue;
+    }
+    Touched all;
+    std::vector<uint8_t> seen(g.nodes.size(), 0);
+    for (EventIndex e : fix.events) {
+      Touched t = resolve(g, e, fix.spec);
+      for (uint32_t n : t.host) {
+        if (!seen[n]) all.host.push_back(n);
+        seen[n] = 1;
+      }
+      for (uint32_t n : t.gpu) {
+        if (!seen[n]) all.gpu.push_back(n);
+        seen[n] = 1;
+      }
+    }
+    switch (fix.spec.primitive) {
+      case Primitive::Remove: remove(g, all, changes); break;
+      case Primitive::Scale: scale(g, all, fix.spec, changes); break;
+      case Primitive::MakeAsync: make_async(g, all, changes); break;
+      case Primitive::Fuse: fuse(g, all, changes); break;
+      case Primitive::Overlap: overlap(g, all, changes); break;
+      case Primitive::Background: break;
+    }
+  }
+  return changes;
+}
+
+std::string_view to_string(Primitive primitive) {
+  switch (primitive) {
+    case Primitive::Remove: return "remove";
+    case Primitive::Scale: return "scale";
+    case Primitive::MakeAsync: return "make_async";
+    case Primitive::Fuse: return "fuse";
+    case Primitive::Overlap: return "overlap";
+    case Primitive::Background: return "background";
+  }
+  return "remove";
+}
+
+std::optional<Primitive> parse_primitive(std::string_view text) {
+  for (Primitive p : {Primitive::Remove, Primitive::Scale, Primitive::MakeAsync, Primitive::Fuse, Primitive::Overlap,
+                      Primitive::Background}) {
+    if (text == to_string(p)) return p;
+  }
+  return std::nullopt;
+}
+
+std::optional<ScaleTable> parse_scale_table(std::string_view text) {
+  if (text == "tensor_cores") return ScaleTable::TensorCores;
+  if (text == "pinned_copy") return ScaleTable::PinnedCopy;
+  return std::nullopt;
+}
+
+}  // namespace ptadvise::whatif
