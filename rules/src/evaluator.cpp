@@ -891,7 +891,10 @@ class Evaluator {
     finding.saving_pct = step_period_ms_ > 0 ? finding.saving_ms_per_step / step_period_ms_ * 100.0 : 0.0;
     finding.saving_method = rule.saving_method;
     finding.confidence = rule.confidence;
-    for (const auto& spec : rule.transform.steps) finding.fixes.push_back({spec, group.events, info.id, rule.transform.method});
+    for (size_t t = 0; t < rule.transform.steps.size(); ++t) {
+      finding.fixes.push_back({rule.transform.steps[t], transform_events(rule, rule.transform.selections[t], group),
+                               info.id, rule.transform.method});
+    }
     // The noise floor: a rule that estimates a saving reports only savings above both minimums (rules
     // whose saving is 0 by design report facts, never fail a gate, and are exempt).
     below_noise_floor_ = false;
@@ -923,6 +926,14 @@ class Evaluator {
     }
     std::sort(finding.idle_gaps.begin(), finding.idle_gaps.end());
     return finding;
+  }
+
+  // A transform's events: the group's, or (`select:`) every event of another selection.
+  std::vector<EventIndex> transform_events(const CompiledRule& rule, const std::string& selection, const Group& group) {
+    for (size_t s = 0; !selection.empty() && s < rule.selections.size(); ++s) {
+      if (rule.selections[s].name == selection) return selected_[s];
+    }
+    return group.events;
   }
 
   const Analysis& a_;

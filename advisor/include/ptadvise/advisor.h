@@ -240,6 +240,16 @@ struct CheckOptions {
 int run_check(const CheckOptions& options, std::ostream& out, std::ostream& err);
 
 // ---------------------------------------------------------------------------------------------------
+// `ptadvise whatif TRACE [--apply RULE_OR_FINDING...]` (docs/WHATIF.md)
+
+struct WhatifOptions {
+  std::string trace;
+  std::vector<std::string> apply;  // rule ids, rule names or finding fingerprints; empty = every finding
+  std::string format = "text";     // text | json
+};
+int run_whatif(const WhatifOptions& options, std::ostream& out, std::ostream& err);
+
+// ---------------------------------------------------------------------------------------------------
 // `ptadvise diff BASE NEW`
 
 struct TimeChange {
