@@ -8,6 +8,7 @@
 #include <memory>
 
 #include "format.h"
+#include "whatif_format.h"
 #include "ptadvise/advisor.h"
 
 namespace ptadvise {
@@ -130,7 +131,7 @@ class Output {
 
 }  // namespace
 
-std::string annotation_events(const std::vector<Finding>& findings) {
+std::string annotation_events(const std::vector<Finding>& findings, const StepPrediction* prediction) {
   std::string out;
   auto add = [&](const std::string& event) {
     if (!out.empty()) out += ",\n";
@@ -139,9 +140,18 @@ std::string annotation_events(const std::vector<Finding>& findings) {
   const std::string pid = std::to_string(kFindingsPid);
   bool any = false;
   for (const auto& f : findings) any = any || !f.evidence.empty();
-  if (!any) return out;
-  add("{\"ph\": \"M\", \"name\": \"process_name\", \"pid\": " + pid +
-      ", \"tid\": 0, \"args\": {\"name\": \"ptadvise findings\"}}");
+  if (prediction != nullptr && !prediction->critical_path.empty()) {
+    add("{\"ph\": \"M\", \"name\": \"process_name\", \"pid\": " + pid +
+        ", \"tid\": 0, \"args\": {\"name\": \"ptadvise findings\"}}");
+    add(format::critical_path_events(*prediction, pid));
+    if (!any) return out;
+  } else if (!any) {
+    return out;
+  }
+  if (prediction == nullptr || prediction->critical_path.empty()) {
+    add("{\"ph\": \"M\", \"name\": \"process_name\", \"pid\": " + pid +
+        ", \"tid\": 0, \"args\": {\"name\": \"ptadvise findings\"}}");
+  }
   add("{\"ph\": \"M\", \"name\": \"process_sort_index\", \"pid\": " + pid + ", \"tid\": 0, \"args\": {\"sort_index\": -1}}");
   for (size_t k = 0; k < findings.size(); ++k) {
     const Finding& f = findings[k];
@@ -169,7 +179,7 @@ std::string annotation_events(const std::vector<Finding>& findings) {
 }
 
 std::optional<AnnotateError> write_annotated_trace(const std::string& trace_path, const std::vector<Finding>& findings,
-                                                   const std::string& out_path) {
+                                                   const std::string& out_path, const StepPrediction* prediction) {
   // gzread reads plain files unchanged and gzip files (all members) decompressed.
   gzFile in = gzopen(trace_path.c_str(), "rb");
   if (!in) return AnnotateError{trace_path + ": cannot open the trace to annotate"};
@@ -180,7 +190,7 @@ std::optional<AnnotateError> write_annotated_trace(const std::string& trace_path
   Output out(temp_path);
   if (!out.ok()) return AnnotateError{out_path + ": cannot write the annotated trace"};
 
-  const std::string events = annotation_events(findings);
+  const std::string events = annotation_events(findings, prediction);
   InsertionFinder finder;
   enum class Phase { Searching, AfterBracket, Copying } phase = Phase::Searching;
   std::vector<char> chunk(1 << 20);

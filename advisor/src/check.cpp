@@ -229,7 +229,7 @@ int run(const CheckOptions& options, std::ostream& out, std::ostream& err) {
     for (size_t i = 0; i < report.traces.size(); ++i) {
       const TraceReport& trace = report.traces[i];
       std::string path = per_trace_path(options.annotate_path, trace, i, report.traces.size());
-      if (auto error = write_annotated_trace(trace.path, trace.findings, path)) throw Failure{error->message};
+      if (auto error = write_annotated_trace(trace.path, trace.findings, path, &trace.prediction)) throw Failure{error->message};
     }
   }
 

@@ -46,6 +46,19 @@ std::string critical_shares(const std::array<double, whatif::kCategoryCount>& ms
   return text.empty() ? "none" : text;
 }
 
+std::string critical_path_events(const StepPrediction& p, const std::string& pid) {
+  std::string out = "{\"ph\": \"M\", \"name\": \"thread_name\", \"pid\": " + pid +
+                    ", \"tid\": 0, \"args\": {\"name\": \"critical path (replay)\"}}";
+  for (const CriticalSpan& span : p.critical_path) {
+    const double ts_us = static_cast<double>(p.origin_ns + span.start_ns) / 1000.0;
+    const double dur_us = std::max(static_cast<double>(span.end_ns - span.start_ns) / 1000.0, 0.001);
+    out += ",\n{\"ph\": \"X\", \"cat\": \"ptadvise.critical_path\", \"name\": " + jstr(span.name) + ", \"pid\": " +
+           pid + ", \"tid\": 0, \"ts\": " + fixed(ts_us, 3) + ", \"dur\": " + fixed(dur_us, 3) +
+           ", \"args\": {\"category\": " + jstr(whatif::to_string(span.category)) + "}}";
+  }
+  return out;
+}
+
 std::string whatif_json(const StepPrediction& p, const std::string& in) {
   if (!p.available) return "{\"available\": false}";
   std::string out = "{\n";

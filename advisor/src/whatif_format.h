@@ -14,6 +14,9 @@ std::string whatif_json(const StepPrediction& prediction, const std::string& ind
 // "predicted step after all fixes: 4.067 ms (-57.5%) ..." and, when the replay is off by more than 3%, why.
 std::vector<std::string> whatif_headline(const StepPrediction& prediction);
 
+// The critical path as trace events: one X event per piece on tid 0 of `pid`, named "critical path (replay)".
+std::string critical_path_events(const StepPrediction& prediction, const std::string& pid);
+
 // "compute 41.2%, host 30.1%, ..." (categories with time, largest first).
 std::string critical_shares(const std::array<double, whatif::kCategoryCount>& ms);
 

@@ -32,6 +32,8 @@ class Builder {
 
   void build() {
     g_.analysis = &a_;
+    g_.nodes.reserve(ev_.size() + ev_.size() / 2);
+    g_.edges.reserve(2 * ev_.size());
     g_.node_of_event.assign(ev_.size(), kNone);
     g_.lane_of_track.assign(tl_.tracks.size(), kNone);
     for (uint32_t t = 0; t < tl_.tracks.size(); ++t) {
@@ -476,9 +478,9 @@ class Builder {
     }
   }
 
+  // Counting sort by target vertex (linear), then the outgoing index.
   void index_edges() {
     const size_t vertices = 2 * g_.nodes.size();
-    std::stable_sort(g_.edges.begin(), g_.edges.end(), [](const Edge& x, const Edge& y) { return x.to < y.to; });
     g_.incoming.assign(vertices + 1, 0);
     g_.outgoing.assign(vertices + 1, 0);
     for (const Edge& e : g_.edges) {
@@ -489,8 +491,12 @@ class Builder {
       g_.incoming[v + 1] += g_.incoming[v];
       g_.outgoing[v + 1] += g_.outgoing[v];
     }
+    std::vector<Edge> sorted(g_.edges.size());
+    std::vector<uint32_t> fill(g_.incoming.begin(), g_.incoming.end() - 1);
+    for (const Edge& e : g_.edges) sorted[fill[e.to]++] = e;
+    g_.edges = std::move(sorted);
     g_.out_edges.assign(g_.edges.size(), 0);
-    std::vector<uint32_t> fill(g_.outgoing.begin(), g_.outgoing.end() - 1);
+    fill.assign(g_.outgoing.begin(), g_.outgoing.end() - 1);
     for (uint32_t e = 0; e < g_.edges.size(); ++e) g_.out_edges[fill[g_.edges[e].from]++] = e;
   }
 

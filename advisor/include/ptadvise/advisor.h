@@ -208,10 +208,12 @@ std::string relative_path(const std::string& path, const std::string& root);
 struct AnnotateError {
   std::string message;
 };
+// With `prediction`, the steps' critical path gets a track of its own ("critical path (replay)").
 std::optional<AnnotateError> write_annotated_trace(const std::string& trace_path, const std::vector<Finding>& findings,
-                                                   const std::string& out_path);
+                                                   const std::string& out_path,
+                                                   const StepPrediction* prediction = nullptr);
 // The JSON events (comma-separated, no brackets) that write_annotated_trace splices in.
-std::string annotation_events(const std::vector<Finding>& findings);
+std::string annotation_events(const std::vector<Finding>& findings, const StepPrediction* prediction = nullptr);
 
 // ---------------------------------------------------------------------------------------------------
 // The `check` pipeline as a library call, shared by `ptadvise check` and `ptadvise run`.

@@ -110,6 +110,7 @@ struct StepPrediction {
   std::vector<whatif::CriticalItem> critical_top;        // unchanged, largest first
   std::vector<whatif::CriticalItem> critical_top_fixed;  // with the fixes
   std::vector<CriticalSpan> critical_path;               // unchanged, steady steps
+  int64_t origin_ns = 0;                                 // Timeline::origin_ns, for absolute times
 };
 
 // Replaces the saving of every finding whose rule declares a transform by measured - replayed with it
