@@ -305,7 +305,7 @@ int run(const CheckOptions& options, std::ostream& out, std::ostream& err) {
         path = per_trace_path(options.annotate_path, unranked, i, report.traces.size());
         written.insert(path);
       }
-      if (auto error = write_annotated_trace(trace.path, trace.findings, path)) throw Failure{error->message};
+      if (auto error = write_annotated_trace(trace.path, trace.findings, path, &trace.prediction)) throw Failure{error->message};
     }
   }
 

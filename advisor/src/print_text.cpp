@@ -135,7 +135,7 @@ void print_trace_header(const TraceReport& trace, std::ostream& out, const Palet
               std::to_string(trace.findings.size()) + (trace.findings.size() == 1 ? " finding" : " findings") +
               ", each nanosecond claimed once",
           width, 4);
-  for (const std::string& line : format::whatif_headline(trace.prediction)) wrapped(out, "  ", 2, line, width, 4);
+  for (const std::string& headline : format::whatif_headline(trace.prediction)) wrapped(out, "  ", 2, headline, width, 4);
   // Load warnings go to stderr as they happen (run_check); repeating them here would print them twice.
   out << "\n";
 }

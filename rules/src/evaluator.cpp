@@ -967,7 +967,10 @@ class Evaluator {
       finding.saving_method += " " + limited_note(gpu_ms, other_ms, granted);
     }
     finding.confidence = rule.confidence;
-    for (const auto& spec : rule.transform.steps) finding.fixes.push_back({spec, group.events, info.id, rule.transform.method});
+    for (size_t t = 0; t < rule.transform.steps.size(); ++t) {
+      finding.fixes.push_back({rule.transform.steps[t], transform_events(rule, rule.transform.selections[t], group),
+                               info.id, rule.transform.method});
+    }
     // The noise floor: a rule that estimates a saving reports only savings above both minimums (rules
     // whose saving is 0 by design report facts, never fail a gate, and are exempt).
     below_noise_floor_ = false;
@@ -1013,6 +1016,14 @@ class Evaluator {
     if (granted.total_ms + 5e-4 < granted.gpu_ms + other_ms) note += " earlier findings claimed the rest of the step;";
     note.back() = '.';
     return note;
+  }
+
+  // A transform's events: the group's, or (`select:`) every event of another selection.
+  std::vector<EventIndex> transform_events(const CompiledRule& rule, const std::string& selection, const Group& group) {
+    for (size_t s = 0; !selection.empty() && s < rule.selections.size(); ++s) {
+      if (rule.selections[s].name == selection) return selected_[s];
+    }
+    return group.events;
   }
 
   const Analysis& a_;

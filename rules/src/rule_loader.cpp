@@ -232,6 +232,12 @@ class RuleCompiler {
     compile_saving(rule);
     if (auto transform = root_["transform"]) {
       if (auto error = parse_transform(transform, rule.transform)) r_.fail_at(error->mark, error->key, error->what);
+      for (const std::string& name : rule.transform.selections) {
+        if (!name.empty() && std::none_of(rule.selections.begin(), rule.selections.end(),
+                                          [&name](const Selection& s) { return s.name == name; })) {
+          r_.fail(transform, "transform.apply.select", "no selection named '" + name + "'");
+        }
+      }
     }
     compile_tests(rule);
 

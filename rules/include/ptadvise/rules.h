@@ -110,6 +110,7 @@ struct StepPrediction {
   std::vector<whatif::CriticalItem> critical_top;        // unchanged, largest first
   std::vector<whatif::CriticalItem> critical_top_fixed;  // with the fixes
   std::vector<CriticalSpan> critical_path;               // unchanged, steady steps
+  int64_t origin_ns = 0;  // Timeline::file_origin_ns: span times + this are the file's own ts
 };
 
 // Replaces the saving of every finding whose rule declares a transform by measured - replayed with it
