@@ -12,6 +12,7 @@
 #include <iostream>
 #include <sstream>
 
+#include "format.h"
 #include "progress.h"
 #include "ptadvise/advisor.h"
 #include "ptadvise/loader.h"
@@ -218,7 +219,7 @@ int run(const CheckOptions& options, std::ostream& out, std::ostream& err) {
   }
   progress.start("analysing", timelines.size() == 1 ? "trace" : "traces", timelines.size());
   for (const auto& timeline : timelines) {
-    for (const auto& warning : timeline.stats.warnings) err << "ptadvise: warning: " << warning << "\n";
+    for (const auto& warning : timeline.stats.warnings) err << "ptadvise: warning: " << format::visible(warning) << "\n";
     report.traces.push_back(
         analyse_trace(timeline, rules, std::get<EvaluateOptions>(selection), report.source_root, report.suppressed));
     progress.update(report.traces.size(), timelines.size(), 0);
@@ -305,7 +306,7 @@ Timeline load_one(const std::string& path, std::ostream& err) {
   if (auto* error = std::get_if<LoadError>(&loaded)) throw Failure{error->message};
   auto& timelines = std::get<std::vector<Timeline>>(loaded);
   if (timelines.empty()) throw Failure{path + ": no trace found"};
-  for (const auto& warning : timelines.front().stats.warnings) err << "ptadvise: warning: " << warning << "\n";
+  for (const auto& warning : timelines.front().stats.warnings) err << "ptadvise: warning: " << format::visible(warning) << "\n";
   if (timelines.size() > 1) {
     err << "ptadvise: warning: " << path << ": " << timelines.size() << " traces; comparing the first ("
         << timelines.front().path << ")\n";
