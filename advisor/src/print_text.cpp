@@ -150,7 +150,7 @@ void print_finding(const TraceReport& trace, const Finding& f, std::ostream& out
   print_title(f, out, p, width);
   std::string where = visible(format::source_text(f));
   std::string site = visible(describe_site(Site{f.site.op, f.site.kernel, f.site.op_chain, std::nullopt, f.site.detail}));
-  if (site == "(whole trace)") site.clear();
+  if (site == "(whole trace)" || site == "whole trace") site.clear();
   if (!where.empty() && !site.empty()) where += " (" + site + ")";
   if (where.empty()) where = site;
   if (!where.empty()) wrapped(out, "  " + p.blue("-->") + " ", 6, where, width, 6);
