@@ -1066,21 +1066,6 @@ std::string lower(std::string_view text) {
   return out;
 }
 
-size_t edit_distance(std::string_view a, std::string_view b) {
-  std::vector<size_t> row(b.size() + 1);
-  for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
-  for (size_t i = 1; i <= a.size(); ++i) {
-    size_t diagonal = row[0];
-    row[0] = i;
-    for (size_t j = 1; j <= b.size(); ++j) {
-      size_t up = row[j];
-      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] == b[j - 1] ? 0 : 1)});
-      diagonal = up;
-    }
-  }
-  return row[b.size()];
-}
-
 // Compiles one document into `set`, checking ids and names against the rules already there.
 void add_rule(RuleSet& set, std::vector<RuleInfo>& infos, std::vector<std::unique_ptr<CompiledRule>>& compiled,
               std::string_view yaml, const std::string& file) {

@@ -40,6 +40,9 @@ struct CompiledRule;  // private to rules/
 
 struct EvaluateOptions;
 
+// Levenshtein distance (insertions, deletions, substitutions), for "did you mean" messages.
+size_t edit_distance(std::string_view a, std::string_view b);
+
 class RuleSet {
  public:
   RuleSet();
