@@ -28,5 +28,6 @@ void add_check_command(CLI::App& app);    // cmd_check.cpp
 void add_rules_commands(CLI::App& app);   // cmd_rules.cpp: `rules` and `explain`
 void add_diff_command(CLI::App& app);     // cmd_diff.cpp
 void add_run_command(CLI::App& app);      // cmd_run.cpp
+void add_merge_command(CLI::App& app);    // cmd_merge.cpp
 
 }  // namespace ptadvise::cli

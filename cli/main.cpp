@@ -33,6 +33,7 @@ int main(int argc, char** argv) {
   add_rules_commands(app);
   add_diff_command(app);
   add_run_command(app);
+  add_merge_command(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -4,7 +4,7 @@
 # the end-to-end capture test). The CUDA 13 toolkit (CUPTI) is expected under /usr/local/cuda; without
 # it the capture library is skipped and everything else still builds.
 set -euo pipefail
-packages=(build-essential cmake pkg-config libsimdjson-dev libyaml-cpp-dev libcli11-dev doctest-dev
+packages=(build-essential cmake pkg-config libsimdjson-dev nlohmann-json3-dev libyaml-cpp-dev libcli11-dev doctest-dev
           libdeflate-dev libre2-dev zlib1g-dev python3)
 if [[ "${1:-}" == "--test" ]]; then
   packages+=(clang libclang-rt-14-dev python3-jsonschema python3-torch python3-numpy gzip)

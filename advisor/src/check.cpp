@@ -9,6 +9,7 @@
 #include <iostream>
 #include <sstream>
 
+#include "check_ranks.h"
 #include "ptadvise/advisor.h"
 #include "ptadvise/loader.h"
 #include "ptadvise/rules.h"
@@ -98,37 +99,6 @@ std::vector<std::pair<OutputFormat, std::string>> parse_outputs(const CheckOptio
   return outputs;
 }
 
-TraceReport analyse_trace(const Timeline& timeline, const RuleSet& rules, const EvaluateOptions& selection,
-                          const std::string& source_root, size_t& suppressed) {
-  Analysis analysis = analyze(timeline);
-  Summary summary = summarize(analysis);
-  TraceReport trace;
-  trace.path = timeline.path;
-  trace.rank = timeline.rank;
-  for (const auto& device : summary.devices) {
-    if (!device.name.empty()) {
-      trace.device = device.name;
-      break;
-    }
-  }
-  trace.step_count = summary.step_count;
-  trace.step_note = summary.step_note;
-  trace.step_ms = summary.step_period_ms;  // the denominator of every finding's saving_pct
-  trace.gpu_busy_pct = summary.gpu_busy_pct;
-  trace.has_gpu = !analysis.devices.empty();
-  trace.warnings = timeline.stats.warnings;
-  trace.findings = evaluate(rules, analysis, selection, &trace.coverage);
-  for (auto& finding : trace.findings) {
-    if (finding.trace_path.empty()) finding.trace_path = timeline.path;
-    if (!finding.trace_rank) finding.trace_rank = timeline.rank;
-  }
-  suppressed += apply_suppressions(trace.findings, source_root);
-  rank_findings(trace.findings);
-  trace.recoverable_ms = recoverable_ms_per_step(trace.findings, trace.step_ms);
-  trace.summary = std::move(summary);
-  return trace;
-}
-
 int run(const CheckOptions& options, std::ostream& out, std::ostream& err) {
   Config config = effective_config(options);
   if (options.show_config) {
@@ -163,9 +133,46 @@ int run(const CheckOptions& options, std::ostream& out, std::ostream& err) {
     baseline = std::get<Baseline>(std::move(loaded));
   }
 
-  auto loaded_traces = load_traces(options.traces);
-  if (auto* error = std::get_if<LoadError>(&loaded_traces)) throw Failure{error->message};
-  const auto& timelines = std::get<std::vector<Timeline>>(loaded_traces);
+  auto loaded_job_rules = load_job_rules(directories);
+  if (auto* error = std::get_if<JobRuleError>(&loaded_job_rules)) throw Failure{error->message};
+  const JobRuleSet& job_rules = std::get<JobRuleSet>(loaded_job_rules);
+  const EvaluateOptions& evaluate_options = std::get<EvaluateOptions>(selection);
+
+  // Each rank is reduced to its report and its digest; job analysis works on digests only, so `merge`
+  // of written digests gives the same job findings as checking the traces together.
+  std::vector<TraceReport> traces;
+  std::vector<RankDigest> digests;
+  if (options.inputs_are_digests) {
+    for (const auto& path : options.traces) {
+      auto digest = read_digest(path);
+      if (auto* error = std::get_if<DigestError>(&digest)) throw Failure{error->message};
+      digests.push_back(std::get<RankDigest>(std::move(digest)));
+      traces.push_back(check_detail::trace_from_digest(digests.back()));
+    }
+  } else {
+    std::vector<std::string> files;
+    for (const auto& path : options.traces) {
+      std::string error;
+      auto found = find_trace_files(path, error);
+      if (!error.empty()) throw Failure{error};
+      files.insert(files.end(), found.begin(), found.end());
+    }
+    auto results = check_detail::check_files(files, rules, evaluate_options, options.threads);
+    for (auto& result : results) {
+      if (!result.error.empty()) throw Failure{result.error};
+      for (const auto& warning : result.trace.warnings) err << "ptadvise: warning: " << warning << "\n";
+      traces.push_back(std::move(result.trace));
+      digests.push_back(std::move(result.digest));
+    }
+  }
+  if (!options.digest_out.empty()) {
+    for (size_t i = 0; i < digests.size(); ++i) {
+      std::ostringstream text;
+      write_digest(digests[i], text);
+      const std::string path = per_trace_path(options.digest_out, traces[i], i, digests.size());
+      if (!write_file(path, text.str())) throw Failure{path + ": cannot write the digest"};
+    }
+  }
 
   Report report;
   report.tool_version = PTADVISE_VERSION;
@@ -180,11 +187,9 @@ int run(const CheckOptions& options, std::ostream& out, std::ostream& err) {
     if (severity != std::get<EvaluateOptions>(selection).severities.end()) info.severity = severity->second;
     report.rules.push_back(std::move(info));
   }
-  for (const auto& timeline : timelines) {
-    for (const auto& warning : timeline.stats.warnings) err << "ptadvise: warning: " << warning << "\n";
-    report.traces.push_back(
-        analyse_trace(timeline, rules, std::get<EvaluateOptions>(selection), report.source_root, report.suppressed));
-  }
+  for (const auto& rule : job_rules.infos()) report.rules.push_back(rule);
+  for (auto& trace : traces) check_detail::finish_trace(trace, report.source_root, report.suppressed);
+  report.traces = check_detail::assemble_jobs(std::move(traces), digests, job_rules, evaluate_options, err);
 
   std::vector<Finding> all;
   for (const auto& trace : report.traces) all.insert(all.end(), trace.findings.begin(), trace.findings.end());
@@ -227,6 +232,7 @@ int run(const CheckOptions& options, std::ostream& out, std::ostream& err) {
   if (!options.annotate_path.empty()) {
     for (size_t i = 0; i < report.traces.size(); ++i) {
       const TraceReport& trace = report.traces[i];
+      if (trace.job) continue;  // a job's entry has no trace file of its own
       std::string path = per_trace_path(options.annotate_path, trace, i, report.traces.size());
       if (auto error = write_annotated_trace(trace.path, trace.findings, path)) throw Failure{error->message};
     }

@@ -2,6 +2,7 @@
 #include <ostream>
 
 #include "format.h"
+#include "print_job.h"
 #include "ptadvise/advisor.h"
 
 namespace ptadvise {
@@ -99,6 +100,7 @@ void print_text(const Report& report, std::ostream& out, bool color) {
   Palette p{color};
   for (const auto& trace : report.traces) {
     print_trace_header(trace, out, p);
+    if (trace.job) job_print::text(*trace.job, out);
     for (size_t i = 0; i < trace.findings.size(); ++i) print_finding(report, trace, i, out, p);
   }
   size_t total = report.finding_count();
@@ -137,6 +139,7 @@ void print_markdown(const Report& report, std::ostream& out) {
         << "%** · recoverable **~" << fixed(trace.recoverable_ms, 3) << " ms per step ("
         << pct_of_step(trace.recoverable_ms, trace.step_ms) << ")**\n\n";
     out << "_coverage: " << md_cell(format::coverage_line(trace)) << "_\n\n";
+    if (trace.job) job_print::markdown(*trace.job, out);
     for (const auto& warning : trace.warnings) out << "> warning: " << md_cell(warning) << "\n\n";
     if (trace.findings.empty()) {
       out << "No findings.\n\n";

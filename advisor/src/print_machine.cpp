@@ -5,6 +5,7 @@
 #include <ostream>
 
 #include "format.h"
+#include "print_job.h"
 #include "ptadvise/advisor.h"
 #include "ptadvise/summary_printer.h"
 
@@ -31,6 +32,11 @@ void write_finding_json(const Report& report, const TraceReport& trace, size_t i
   out << indent << "{\n";
   out << in << "\"rank\": " << f.rank << ",\n";
   out << in << "\"rule_id\": " << jstr(f.rule_id) << ",\n";
+  if (!f.ranks.empty()) {
+    out << in << "\"ranks\": [";
+    for (size_t r = 0; r < f.ranks.size(); ++r) out << (r ? ", " : "") << f.ranks[r];
+    out << "],\n";
+  }
   out << in << "\"rule_name\": " << jstr(f.rule_name) << ",\n";
   out << in << "\"severity\": " << jstr(to_string(f.severity)) << ",\n";
   out << in << "\"tags\": ";
@@ -314,6 +320,11 @@ void print_json(const Report& report, std::ostream& out) {
     }
     out << "], \"text\": " << jstr(format::coverage_line(trace)) << "},\n";
     if (trace.summary) out << "      \"summary\": " << summary_json(*trace.summary, 0) << ",\n";
+    if (trace.job) {
+      out << "      \"job\": ";
+      job_print::json(*trace.job, out, "      ");
+      out << ",\n";
+    }
     out << "      \"findings\": [";
     for (size_t i = 0; i < trace.findings.size(); ++i) {
       out << (i ? ",\n" : "\n");

@@ -1121,6 +1121,7 @@ std::variant<RuleSet, RuleError> load_rules(const std::vector<std::string>& dire
       std::ostringstream content;
       content << in.rdbuf();
       if (!in) return RuleError{path.string() + ": cannot read the rule file"};
+      if (is_job_rule(content.str())) continue;  // job scope: loaded by job/
       try {
         add_rule(set, set.infos_, set.compiled_, content.str(), path.string());
       } catch (const Failure& failure) {

@@ -257,7 +257,7 @@ TEST_CASE("diff: findings that disappeared, step time change and the regression 
   CHECK(ptadvise_cli("diff --max-regression 140 '" + fast + "' '" + slow + "'", dir.path()).exit_code == 0);
 }
 
-TEST_CASE("check: a directory of per-rank traces reports each rank; baselines and annotations follow") {
+TEST_CASE("check: a directory of per-rank traces is one job; shared findings fold; baselines and annotations follow") {
   TempDir dir;
   for (int rank = 0; rank < 2; ++rank) {
     ptadvise::testing::TraceBuilder trace(ptadvise::testing::Era::Kineto2023);
@@ -274,7 +274,10 @@ TEST_CASE("check: a directory of per-rank traces reports each rank; baselines an
                              dir.file("ranks") + "'",
                          dir.path());
   CHECK(run.exit_code == 0);  // a fresh baseline accepts everything
-  CHECK(count(run.out, "\"rule_id\": \"PTX901\"") == 2);
+  // The same finding on both ranks is shown once, in the job's entry, with the ranks it concerns.
+  CHECK(count(run.out, "\"rule_id\": \"PTX901\"") == 1);
+  CHECK(run.out.find("\"ranks\": [0, 1]") != std::string::npos);
+  CHECK(run.out.find("(on all 2 ranks)") != std::string::npos);
   CHECK(run.out.find("\"rank\": 0,") != std::string::npos);
   CHECK(run.out.find("\"rank\": 1,") != std::string::npos);
   // The same site on both ranks is one baseline entry.

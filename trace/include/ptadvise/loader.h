@@ -1,6 +1,7 @@
 // Loading traces: one file (.json or .json.gz) or a directory of per-rank traces.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <variant>
 #include <vector>
@@ -24,6 +25,9 @@ std::variant<Timeline, LoadError> load_trace_file(const std::string& path, const
 // Loads from bytes already in memory (tests, fuzzing). `label` names the source in messages.
 std::variant<Timeline, LoadError> load_trace_bytes(std::string_view bytes, const std::string& label,
                                                    const LoadOptions& options = {});
+
+// The rank written in a trace's file name (rank-3, rank_3, rank3; case-insensitive), else nullopt.
+std::optional<int> rank_from_file_name(const std::string& name);
 
 // A path may be a file or a directory of per-rank traces (*.json, *.json.gz). Ranks are taken from
 // distributedInfo.rank, else from the file name (rank-N / rank_N / rankN), else from file order;

@@ -135,6 +135,8 @@ struct Timeline {
   std::vector<DeviceInfo> devices;
   std::optional<int> rank;  // distributedInfo.rank, else from the file name
   int world_size = 1;
+  bool rank_from_trace = false;  // the rank came from distributedInfo (not from the file name)
+  std::string backend;           // distributedInfo.backend ("nccl", "gloo", ...), empty when absent
   int64_t origin_ns = 0;  // absolute epoch ns of ts_ns == 0
   std::vector<std::vector<EventIndex>> track_events;  // per track, sorted by (ts asc, dur desc)
   std::vector<int64_t> flow_correlation;  // ac2g / async_cpu_to_gpu flow ids seen (diagnostics)
