@@ -90,8 +90,9 @@ JobAnalysis analyze_job(const std::vector<const RankDigest*>& ranks, const std::
   for (size_t r = 0; r < n; ++r) {
     const auto& calls = ranks[r]->collectives;
     for (size_t c = 0; c < calls.size(); ++c) {
+      const std::string group = calls[c].group + '\x1f' + std::string(to_string(calls[c].type));
       Key key = job.by_sequence ? Key{-1, calls[c].group, calls[c].seq}
-                                : Key{calls[c].step, calls[c].group, static_cast<int64_t>(calls[c].order)};
+                                : Key{calls[c].step, group, static_cast<int64_t>(calls[c].order)};
       auto& slots = matched.try_emplace(key, std::vector<int64_t>(n, -1)).first->second;
       if (slots[r] < 0) slots[r] = static_cast<int64_t>(c);
     }

@@ -251,8 +251,10 @@ struct Builder {
     if (events.kind[i] == EventKind::Kernel && events.launch[i] != kNone) record = events.launch[i];
     for (int depth = 0; record != kNone && depth < 8; ++depth, record = events.parent[record]) {
       if (!host_comm[events.name[record]]) continue;
+      // The host record names the collective; the kernel only its implementation (NCCL runs all-to-all, and in
+      // some builds all-reduce, as SendRecv kernels; ncclDevKernel_Generic runs them all).
       auto type = host_comm[events.name[record]];
-      if ((!meta.type || *meta.type == CollectiveType::Other) && type && *type != CollectiveType::Other) meta.type = type;
+      if (type && *type != CollectiveType::Other) meta.type = type;
       read_metadata(timeline, record, meta);
     }
     return meta;
@@ -354,7 +356,7 @@ struct Builder {
       call.group = meta.group;
       call.seq = meta.seq;
       call.step = window_step[static_cast<size_t>(w)];
-      call.order = next_order[{call.step, call.group}]++;
+      call.order = next_order[{call.step, call.group + '\x1f' + std::string(to_string(call.type))}]++;
       call.start_ns = absolute(events.ts_ns[i]);
       call.end_ns = absolute(events.end_ns(i));
       call.group_size = meta.group_size;

@@ -42,7 +42,7 @@ struct CollectiveCall {
   std::string group;        // process group name ("" = the default group)
   int64_t seq = -1;         // sequence number when the trace records one
   int64_t step = -1;        // number of the steady step it belongs to (-1 outside steady steps)
-  uint32_t order = 0;       // position among this group's collectives in the step (in the trace without steps)
+  uint32_t order = 0;       // position among this group's collectives of its type in the step
   int64_t start_ns = 0;     // absolute (trace origin + ts)
   int64_t end_ns = 0;
   int64_t bytes = 0;        // message size as nccl-tests counts it; 0 when the trace does not say
