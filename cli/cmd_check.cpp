@@ -54,6 +54,10 @@ void add_check_command(CLI::App& app) {
   cmd->add_option("--source-root", *source_root,
                   "Where the traced program's sources are, for suppression comments and repo-relative paths "
                   "(default: the working directory)");
+  cmd->add_option("--digest-out", options->digest_out,
+                  "Also write each rank's digest (a few KB) to FILE, for `ptadvise merge` (several traces: "
+                  "FILE.rankN.json)");
+  cmd->add_option("--threads", options->threads, "Traces loaded at once (default: one per core)");
   cmd->callback([options, outputs, fail_on, source_root, concise, verbose] {
     if (*concise) options->detail = TextDetail::Concise;
     if (*verbose) options->detail = TextDetail::Verbose;

@@ -2,12 +2,14 @@
 #include <nlohmann/json.hpp>
 #include <CLI/CLI.hpp>
 
+#include <cctype>
 #include <cstdio>
 #include <iostream>
 #include <memory>
 #include <sstream>
 
 #include "commands.h"
+#include "ptadvise/job.h"
 #include "ptadvise/advisor.h"
 #include "ptadvise/rules.h"
 
@@ -39,12 +41,27 @@ std::unique_ptr<RuleSet> load(const RulesOptions& options) {
   return std::make_unique<RuleSet>(std::move(std::get<RuleSet>(loaded)));
 }
 
+// The job rules (rules.d/job/, `scope: job`) of the same directories: listed and explained with the others.
+std::vector<RuleInfo> job_rule_infos(const RulesOptions& options) {
+  std::vector<std::string> directories{default_rules_directory()};
+  directories.insert(directories.end(), options.rule_directories.begin(), options.rule_directories.end());
+  auto loaded = load_job_rules(directories);
+  if (auto* error = std::get_if<JobRuleError>(&loaded)) {
+    print_error(error->message);
+    exit_code() = kExitInputError;
+    return {};
+  }
+  return std::get<JobRuleSet>(loaded).infos();
+}
+
 void list_rules(const RulesOptions& options) {
   auto rules = load(options);
   if (!rules) return;
+  std::vector<RuleInfo> all = rules->infos();
+  for (auto& info : job_rule_infos(options)) all.push_back(std::move(info));
   if (options.format == "json") {
     nlohmann::ordered_json list = nlohmann::ordered_json::array();
-    for (const auto& info : rules->infos()) {
+    for (const auto& info : all) {
       list.push_back({{"id", info.id},
                       {"name", info.name},
                       {"severity", to_string(info.severity)},
@@ -57,8 +74,8 @@ void list_rules(const RulesOptions& options) {
     return;
   }
   size_t name_width = 4;
-  for (const auto& info : rules->infos()) name_width = std::max(name_width, info.name.size());
-  for (const auto& info : rules->infos()) {
+  for (const auto& info : all) name_width = std::max(name_width, info.name.size());
+  for (const auto& info : all) {
     std::string tags;
     for (const auto& tag : info.tags) tags += (tags.empty() ? "" : ",") + tag;
     std::cout << info.id << "  " << info.name << std::string(name_width - info.name.size() + 2, ' ')
@@ -78,6 +95,14 @@ void explain_rule(const RulesOptions& options) {
   auto rules = load(options);
   if (!rules) return;
   const RuleInfo* info = rules->find(options.rule);
+  const std::vector<RuleInfo> job_infos = info ? std::vector<RuleInfo>{} : job_rule_infos(options);
+  for (const auto& job_info : job_infos) {
+    std::string wanted = options.rule, id = job_info.id;
+    for (auto* text : {&wanted, &id}) {
+      for (char& c : *text) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+    }
+    if (id == wanted || job_info.name == options.rule) info = &job_info;
+  }
   if (info == nullptr) {
     std::string hint = rules->closest(options.rule);
     print_error("unknown rule '" + options.rule + "'" + (hint.empty() ? "" : "; did you mean '" + hint + "'?") +

@@ -32,5 +32,6 @@ void add_version_flag(CLI::App& app);     // version.cpp: --version with git com
 void add_generate_commands(CLI::App& app);  // version.cpp: `completion SHELL` and `man`, from these definitions
 void add_report_command(CLI::App& app);   // cmd_report.cpp
 void add_whatif_command(CLI::App& app);   // cmd_whatif.cpp
+void add_merge_command(CLI::App& app);    // cmd_merge.cpp
 
 }  // namespace ptadvise::cli

@@ -52,6 +52,7 @@ int main(int argc, char** argv) {
   add_run_command(app);
   add_report_command(app);
   add_whatif_command(app);
+  add_merge_command(app);
   add_generate_commands(app);  // last: they describe the commands above
   try {
     app.parse(argc, argv);

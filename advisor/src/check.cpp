@@ -15,6 +15,7 @@
 
 #include "format.h"
 #include "progress.h"
+#include "check_ranks.h"
 #include "ptadvise/advisor.h"
 #include "ptadvise/io.h"
 #include "ptadvise/loader.h"
@@ -148,45 +149,6 @@ std::vector<std::pair<OutputFormat, std::string>> parse_outputs(const CheckOptio
   return outputs;
 }
 
-// The shipped kernel family table extended by the configuration's and the command line's tables.
-KernelClassifier kernel_classifier(const Config& config) {
-  auto classifier = kernel_classifier_with(config.kernel_families);
-  if (auto* error = std::get_if<KernelTableError>(&classifier)) throw Failure{error->message};
-  return std::move(std::get<KernelClassifier>(classifier));
-}
-
-TraceReport analyse_trace(const Timeline& timeline, const RuleSet& rules, const EvaluateOptions& selection,
-                          const KernelClassifier& kernels, const std::string& source_root, size_t& suppressed) {
-  Analysis analysis = analyze(timeline, kernels);
-  Summary summary = summarize(analysis);
-  TraceReport trace;
-  trace.path = timeline.path;
-  trace.rank = timeline.rank;
-  for (const auto& device : summary.devices) {
-    if (!device.name.empty()) {
-      trace.device = device.name;
-      break;
-    }
-  }
-  trace.step_count = summary.step_count;
-  trace.step_note = summary.step_note;
-  trace.step_ms = summary.step_period_ms;  // the denominator of every finding's saving_pct
-  trace.gpu_busy_pct = summary.gpu_busy_pct;
-  trace.has_gpu = !analysis.devices.empty();
-  trace.warnings = timeline.stats.warnings;
-  trace.findings = evaluate(rules, analysis, selection, &trace.coverage);
-  for (auto& finding : trace.findings) {
-    if (finding.trace_path.empty()) finding.trace_path = timeline.path;
-    if (!finding.trace_rank) finding.trace_rank = timeline.rank;
-  }
-  suppressed += apply_suppressions(trace.findings, source_root);
-  trace.prediction = predict_steps(analysis, trace.findings);  // after suppressions: fixes of reported findings
-  rank_findings(trace.findings);
-  trace.recoverable_ms = recoverable_ms_per_step(trace.findings, trace.step_ms);
-  trace.summary = std::move(summary);
-  return trace;
-}
-
 int run(const CheckOptions& options, std::ostream& out, std::ostream& err) {
   Config config = effective_config(options);
   auto loaded_rules = load_selected_rules(config);  // fails closed: no rule to run is an error
@@ -220,24 +182,60 @@ int run(const CheckOptions& options, std::ostream& out, std::ostream& err) {
     baseline = std::get<Baseline>(std::move(loaded));
   }
 
-  Progress progress(progress_wanted());
-  progress.start("loading", "files", 0);
-  uint64_t loaded_bytes = 0;
-  LoadOptions load_options;
-  load_options.on_file_loaded = [&](size_t done, size_t total, uint64_t bytes) {
-    loaded_bytes += bytes;
-    progress.update(done, total, loaded_bytes);
-  };
-  auto loaded_traces = load_traces(options.traces, load_options);
-  progress.finish();
-  if (auto* error = std::get_if<LoadError>(&loaded_traces)) throw Failure{error->message};
-  const auto& timelines = std::get<std::vector<Timeline>>(loaded_traces);
+  std::vector<std::string> directories{default_rules_directory()};
+  directories.insert(directories.end(), config.rule_directories.begin(), config.rule_directories.end());
+  std::error_code cwd_error;
+  const std::string source_root = config.source_root.value_or(std::filesystem::current_path(cwd_error).string());
+  size_t suppressed = 0;
+  auto loaded_job_rules = load_job_rules(directories);
+  if (auto* error = std::get_if<JobRuleError>(&loaded_job_rules)) throw Failure{error->message};
+  const JobRuleSet& job_rules = std::get<JobRuleSet>(loaded_job_rules);
+  const EvaluateOptions& evaluate_options = selection;
+
+  // Each rank is reduced to its report and its digest; job analysis works on digests only, so `merge`
+  // of written digests gives the same job findings as checking the traces together.
+  std::vector<TraceReport> traces;
+  std::vector<RankDigest> digests;
+  if (options.inputs_are_digests) {
+    for (const auto& path : options.traces) {
+      auto digest = read_digest(path);
+      if (auto* error = std::get_if<DigestError>(&digest)) throw Failure{error->message};
+      digests.push_back(std::get<RankDigest>(std::move(digest)));
+      traces.push_back(check_detail::trace_from_digest(digests.back()));
+    }
+  } else {
+    std::vector<std::string> files;
+    for (const auto& path : options.traces) {
+      std::string error;
+      auto found = find_trace_files(path, error);
+      if (!error.empty()) throw Failure{error};
+      files.insert(files.end(), found.begin(), found.end());
+    }
+    Progress progress(progress_wanted());
+    const check_detail::RankCheck check{rules, evaluate_options, kernels, source_root, options.accept_partial};
+    auto results = check_detail::check_files(files, check, options.threads, progress);
+    for (auto& result : results) {
+      if (!result.error.empty()) throw Failure{result.error};
+      for (const auto& warning : result.trace.warnings) err << "ptadvise: warning: " << format::visible(warning) << "\n";
+      suppressed += result.suppressed;
+      traces.push_back(std::move(result.trace));
+      digests.push_back(std::move(result.digest));
+    }
+  }
+  if (!options.digest_out.empty()) {
+    for (size_t i = 0; i < digests.size(); ++i) {
+      std::ostringstream text;
+      write_digest(digests[i], text);
+      const std::string path = per_trace_path(options.digest_out, traces[i], i, digests.size());
+      write_output(path, text.str(), "digest");
+    }
+  }
 
   Report report;
   report.tool_version = PTADVISE_VERSION;
   report.fail_on = config.fail_on.value_or(Severity::Warning);
-  std::error_code ec;
-  report.source_root = config.source_root.value_or(std::filesystem::current_path(ec).string());
+  report.source_root = source_root;
+  report.suppressed = suppressed;
   for (const auto& rule : rules.infos()) {
     const auto& skip = selection.skip;
     if (std::find(skip.begin(), skip.end(), rule.id) != skip.end()) continue;
@@ -246,18 +244,9 @@ int run(const CheckOptions& options, std::ostream& out, std::ostream& err) {
     if (severity != selection.severities.end()) info.severity = severity->second;
     report.rules.push_back(std::move(info));
   }
-  progress.start("analysing", timelines.size() == 1 ? "trace" : "traces", timelines.size());
-  for (const auto& timeline : timelines) {
-    for (const auto& warning : timeline.stats.warnings) err << "ptadvise: warning: " << format::visible(warning) << "\n";
-    if (auto partial = partial_trace_problem(timeline)) {
-      if (!options.accept_partial) throw Failure{*partial};
-      err << "ptadvise: warning: " << format::visible(*partial) << "\n";
-    }
-    report.traces.push_back(
-        analyse_trace(timeline, rules, selection, kernels, report.source_root, report.suppressed));
-    progress.update(report.traces.size(), timelines.size(), 0);
-  }
-  progress.finish();
+  for (const auto& rule : job_rules.infos()) report.rules.push_back(rule);
+  for (auto& trace : traces) check_detail::finish_trace(trace, report.source_root, report.suppressed);
+  report.traces = check_detail::assemble_jobs(std::move(traces), digests, job_rules, evaluate_options, err);
 
   std::vector<Finding> all;
   for (const auto& trace : report.traces) all.insert(all.end(), trace.findings.begin(), trace.findings.end());
@@ -299,6 +288,7 @@ int run(const CheckOptions& options, std::ostream& out, std::ostream& err) {
     std::set<std::string> written;  // two traces of the same rank must not overwrite each other
     for (size_t i = 0; i < report.traces.size(); ++i) {
       const TraceReport& trace = report.traces[i];
+      if (trace.job) continue;  // a job's entry has no trace file of its own
       std::string path = per_trace_path(options.annotate_path, trace, i, report.traces.size());
       if (!written.insert(path).second) {
         TraceReport unranked = trace;

@@ -2,6 +2,7 @@
 #include <ostream>
 
 #include "format.h"
+#include "print_job.h"
 #include "whatif_format.h"
 #include "ptadvise/schema_versions.h"
 #include "report_doc.h"
@@ -35,6 +36,7 @@ Json finding_document(const Report& report, const TraceReport& trace, size_t ind
   Json document;
   document["rank"] = f.rank;
   document["rule_id"] = f.rule_id;
+  if (!f.ranks.empty()) document["ranks"] = f.ranks;
   document["rule_name"] = f.rule_name;
   document["severity"] = to_string(f.severity);
   document["tags"] = f.tags;
@@ -98,6 +100,7 @@ Json report_document(const Report& report) {
                         {"text", format::coverage_line(trace)}};
     if (trace.summary) item["summary"] = summary_document(*trace.summary);
     item["whatif"] = format::whatif_document(trace.prediction);
+    if (trace.job) item["job"] = job_print::document(*trace.job);
     item["findings"] = std::move(findings);
     traces.push_back(std::move(item));
   }

@@ -2,6 +2,7 @@
 #include <ostream>
 
 #include "format.h"
+#include "print_job.h"
 #include "ptadvise/advisor.h"
 
 namespace ptadvise {
@@ -35,6 +36,7 @@ void print_markdown(const Report& report, std::ostream& out) {
         << "%** · recoverable **~" << fixed(trace.recoverable_ms, 3) << " ms per step ("
         << pct_of_step(trace.recoverable_ms, trace.step_ms) << ")**\n\n";
     out << "_coverage: " << md_cell(format::coverage_line(trace)) << "_\n\n";
+    if (trace.job) job_print::markdown(*trace.job, out);
     for (const auto& warning : trace.warnings) out << "> warning: " << md_cell(warning) << "\n\n";
     if (trace.findings.empty()) {
       out << "No findings.\n\n";

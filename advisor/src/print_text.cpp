@@ -6,6 +6,7 @@
 #include <ostream>
 
 #include "format.h"
+#include "print_job.h"
 #include "whatif_format.h"
 #include "ptadvise/advisor.h"
 
@@ -221,6 +222,7 @@ void print_text(const Report& report, std::ostream& out, const PrintOptions& opt
   for (const auto& trace : report.traces) {
     accepted_total += accepted_count(trace);
     if (options.detail != TextDetail::Concise) print_trace_header(trace, out, p, width);
+    if (options.detail != TextDetail::Concise && trace.job) job_print::text(*trace.job, out);
     for (size_t i = 0; i < trace.findings.size(); ++i) {
       if (accepted(trace, i)) continue;  // counted below, not printed
       const Finding& f = trace.findings[i];

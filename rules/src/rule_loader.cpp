@@ -1173,6 +1173,7 @@ std::variant<RuleSet, RuleError> load_rules(const std::vector<std::string>& dire
       if (auto error = read_small_file(path.string(), content)) {
         return RuleError{path.string() + ": cannot read the rule file: " + *error};
       }
+      if (is_job_rule(content)) continue;  // job scope: loaded by job/
       try {
         add_rule(set, set.infos_, set.compiled_, content, path.string());
       } catch (const Failure& failure) {

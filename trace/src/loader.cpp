@@ -724,6 +724,10 @@ std::optional<std::string> TraceParser::parse_top_level_value(std::string_view k
       int64_t number = 0;
       if (key_is(raw, "rank") && read_int(value, number) && number >= 0 && number <= INT32_MAX) {
         timeline_.rank = static_cast<int>(number);
+        timeline_.rank_from_trace = true;
+      } else if (key_is(raw, "backend")) {
+        std::string_view backend;
+        if (!value.get_string().get(backend)) timeline_.backend = std::string(backend);
       } else if (key_is(raw, "world_size") && read_int(value, number) && number >= 1 && number <= INT32_MAX) {
         timeline_.world_size = static_cast<int>(number);
       }
@@ -941,6 +945,15 @@ std::variant<Timeline, LoadError> load_from(detail::InputResult input, const std
   return result;
 }
 
+bool is_trace_file_name(const std::string& name) {
+  auto ends_with = [&name](std::string_view suffix) {
+    return name.size() >= suffix.size() && name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0;
+  };
+  return ends_with(".json") || ends_with(".json.gz");
+}
+
+}  // namespace
+
 // rank-3, rank_3, rank3 (case-insensitive) in a file name.
 std::optional<int> rank_from_file_name(const std::string& name) {
   std::string lower = name;
@@ -958,15 +971,6 @@ std::optional<int> rank_from_file_name(const std::string& name) {
   }
   return std::nullopt;
 }
-
-bool is_trace_file_name(const std::string& name) {
-  auto ends_with = [&name](std::string_view suffix) {
-    return name.size() >= suffix.size() && name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0;
-  };
-  return ends_with(".json") || ends_with(".json.gz");
-}
-
-}  // namespace
 
 std::variant<Timeline, LoadError> load_trace_file(const std::string& path, const LoadOptions& options) {
   std::error_code error;

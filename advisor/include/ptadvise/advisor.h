@@ -11,6 +11,7 @@
 
 #include "ptadvise/analysis.h"
 #include "ptadvise/finding.h"
+#include "ptadvise/job.h"
 #include "ptadvise/rules.h"
 
 namespace ptadvise {
@@ -151,6 +152,42 @@ BaselineMatch match_baseline(const Baseline& baseline, const std::vector<Finding
 // ---------------------------------------------------------------------------------------------------
 // The report of one `check` run, as the printers see it.
 
+// The ranks of one distributed job side by side (docs/DISTRIBUTED.md), for the job's section of the report.
+struct JobRankRow {
+  int rank = -1;
+  std::string path;
+  double step_ms = 0;
+  double compute_ms = 0;          // per step
+  double communication_ms = 0;
+  double exposed_comm_ms = 0;     // communication with no compute running
+  double overlap_pct = 0;         // share of communication overlapped by compute
+  double wait_ms = 0;             // inside collectives, before the last rank arrived
+  double data_loader_ms = 0;
+  double idle_ms = 0;             // GPU idle (0 on host-only traces)
+  double last_pct = 0;            // % of collectives at which it arrived last
+};
+struct JobSkew {                  // one of the collectives with the largest arrival skew
+  std::string collective;         // "all_reduce" (+ " group NAME")
+  int64_t step = -1;
+  uint32_t order = 0;
+  double skew_ms = 0;
+  int last_rank = -1;
+  double wait_ms = 0;             // the other ranks' wait in it, summed
+};
+struct JobTable {
+  std::string directory;
+  size_t ranks = 0;
+  int world_size = 1;
+  std::string backend;
+  size_t aligned_collectives = 0;
+  size_t unmatched_collectives = 0;
+  bool by_sequence = false;
+  double compute_imbalance_pct = 0;
+  size_t folded_findings = 0;     // per-rank findings shown once here because every rank has them
+  std::vector<JobRankRow> rows;
+  std::vector<JobSkew> worst;     // up to 5, largest skew first
+};
+
 struct TraceReport {
   std::string path;
   std::optional<int> rank;
@@ -167,6 +204,9 @@ struct TraceReport {
   Coverage coverage;                  // which rules could check this trace
   StepPrediction prediction;          // what-if: replayed step, critical path, step after all fixes
   std::optional<Summary> summary;
+  // Set on the entry that stands for a distributed job (placed before its ranks): its findings are the
+  // job rules' and the per-rank findings every rank shares ("on all N ranks").
+  std::optional<JobTable> job;
 };
 
 struct Report {
@@ -259,6 +299,9 @@ struct CheckOptions {
   TextDetail detail = TextDetail::Default;  // --concise / --verbose
   std::optional<std::string> source_root;
   bool accept_partial = false;          // analyse traces of which much could not be read (else exit 2)
+  std::string digest_out;               // write each rank's digest (FILE, or FILE.rankN.json for several)
+  bool inputs_are_digests = false;      // `merge`: `traces` are digest files
+  unsigned threads = 0;                 // ranks loaded at once; 0 = one per core
 };
 
 // Runs the whole check; returns the exit code (0 clean, 1 failing findings, 2 usage/input error).

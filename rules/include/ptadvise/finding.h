@@ -119,6 +119,9 @@ struct Finding {
   // Where it came from.
   std::string trace_path;
   std::optional<int> trace_rank;
+  // The ranks of a distributed job this finding concerns (job findings, and per-rank findings folded
+  // because every rank has them); empty for a finding of one trace.
+  std::vector<int> ranks;
 
   // Filled by the advisor.
   int rank = 0;

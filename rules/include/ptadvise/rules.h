@@ -70,6 +70,10 @@ class RuleSet {
 // ids and names must be unique across all of them.
 std::variant<RuleSet, RuleError> load_rules(const std::vector<std::string>& directories);
 
+// True for a rule file with a top-level `scope: job` line: a job rule, loaded and run by job/ over the ranks
+// of a distributed job (docs/RULE_LANGUAGE.md "Job scope"); load_rules() leaves such files out.
+bool is_job_rule(std::string_view yaml);
+
 // Validates and compiles one rule file given as text; `file` names it in messages and anchors the
 // relative fixture paths of its `tests:` section. Used by tests and the fuzzer.
 std::variant<RuleSet, RuleError> load_rule_text(std::string_view yaml, const std::string& file);

@@ -315,7 +315,7 @@ TEST_CASE("diff: findings that disappeared, step time change and the regression 
   CHECK(ptadvise_cli("diff --max-regression 140 '" + fast + "' '" + slow + "'", dir.path()).exit_code == 0);
 }
 
-TEST_CASE("check: a directory of per-rank traces reports each rank; baselines and annotations follow") {
+TEST_CASE("check: a directory of per-rank traces is one job; shared findings fold; baselines and annotations follow") {
   TempDir dir;
   for (int rank = 0; rank < 2; ++rank) {
     ptadvise::testing::TraceBuilder trace(ptadvise::testing::Era::Kineto2023);
@@ -332,10 +332,19 @@ TEST_CASE("check: a directory of per-rank traces reports each rank; baselines an
                              dir.file("ranks") + "'",
                          dir.path());
   CHECK(run.exit_code == 0);  // a fresh baseline accepts everything
-  CHECK(count(run.out, "\"rule_id\": \"PTX901\"") == 2);
-  const auto ranks = nlohmann::json::parse(run.out);
-  CHECK(ranks["traces"][0]["rank"] == 0);
-  CHECK(ranks["traces"][1]["rank"] == 1);
+  // The same finding on both ranks is shown once, in the job's entry, with the ranks it concerns.
+  CHECK(count(run.out, "\"rule_id\": \"PTX901\"") == 1);
+  const auto job = nlohmann::json::parse(run.out);
+  std::vector<int> trace_ranks;
+  for (const auto& trace : job["traces"]) {
+    if (trace["rank"].is_number()) trace_ranks.push_back(trace["rank"]);
+    for (const auto& finding : trace["findings"]) {
+      if (finding["rule_id"] != "PTX901") continue;
+      CHECK(finding["ranks"] == nlohmann::json::array({0, 1}));
+      CHECK(finding["message"].get<std::string>().find("(on all 2 ranks)") != std::string::npos);
+    }
+  }
+  CHECK(trace_ranks == std::vector<int>{0, 1});
   // The same site on both ranks is one baseline entry.
   CHECK(count(read_file(dir.file("base.yaml")), "  - fingerprint: ") == 1);
   CHECK(std::filesystem::exists(dir.file("out.rank0.json")));

@@ -31,6 +31,9 @@ std::variant<Timeline, LoadError> load_trace_file(const std::string& path, const
 std::variant<Timeline, LoadError> load_trace_bytes(std::string_view bytes, const std::string& label,
                                                    const LoadOptions& options = {});
 
+// The rank written in a trace's file name (rank-3, rank_3, rank3; case-insensitive), else nullopt.
+std::optional<int> rank_from_file_name(const std::string& name);
+
 // A path may be a file or a directory of per-rank traces (*.json, *.json.gz). Ranks are taken from
 // distributedInfo.rank, else from the file name (rank-N / rank_N / rankN), else from file order;
 // the result is sorted by rank.

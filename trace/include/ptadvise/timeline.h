@@ -137,6 +137,8 @@ struct Timeline {
   std::vector<DeviceInfo> devices;
   std::optional<int> rank;  // distributedInfo.rank, else from the file name
   int world_size = 1;
+  bool rank_from_trace = false;  // the rank came from distributedInfo (not from the file name)
+  std::string backend;           // distributedInfo.backend ("nccl", "gloo", ...), empty when absent
   int64_t origin_ns = 0;  // absolute epoch ns of ts_ns == 0
   // ts_ns == 0 in the file's own time base (ns, as written, without baseTimeNanoseconds): what viewers
   // such as Perfetto place events by.

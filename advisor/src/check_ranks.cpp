@@ -1,0 +1,235 @@
+// The per-rank part of `check` and the assembly of distributed jobs (check_ranks.h).
+#include "check_ranks.h"
+
+#include <algorithm>
+#include <atomic>
+#include <filesystem>
+#include <map>
+#include <set>
+#include <thread>
+
+#include "ptadvise/loader.h"
+
+namespace ptadvise::check_detail {
+
+namespace {
+
+RankResult check_file(const std::string& path, const RankCheck& check) {
+  RankResult result;
+  auto loaded = load_trace_file(path);
+  if (auto* error = std::get_if<LoadError>(&loaded)) {
+    result.error = error->message;
+    return result;
+  }
+  Timeline timeline = std::move(std::get<Timeline>(loaded));
+  if (!timeline.rank) timeline.rank = rank_from_file_name(std::filesystem::path(path).filename().string());
+  std::optional<std::string> partial = partial_trace_problem(timeline);
+  if (partial && !check.accept_partial) {
+    result.error = *partial;
+    return result;
+  }
+  Analysis analysis = analyze(timeline, check.kernels);
+  Summary summary = summarize(analysis);
+  TraceReport& trace = result.trace;
+  trace.path = timeline.path;
+  trace.rank = timeline.rank;
+  for (const auto& device : summary.devices) {
+    if (!device.name.empty()) {
+      trace.device = device.name;
+      break;
+    }
+  }
+  trace.step_count = summary.step_count;
+  trace.step_note = summary.step_note;
+  trace.step_ms = summary.step_period_ms;  // the denominator of every finding's saving_pct
+  trace.gpu_busy_pct = summary.gpu_busy_pct;
+  trace.has_gpu = !analysis.devices.empty();
+  trace.warnings = timeline.stats.warnings;
+  if (partial) trace.warnings.push_back(*partial);
+  trace.findings = evaluate(check.rules, analysis, check.selection, &trace.coverage);
+  for (auto& finding : trace.findings) {
+    if (finding.trace_path.empty()) finding.trace_path = timeline.path;
+    if (!finding.trace_rank) finding.trace_rank = timeline.rank;
+  }
+  result.suppressed = apply_suppressions(trace.findings, check.source_root);
+  trace.prediction = predict_steps(analysis, trace.findings);  // after suppressions: fixes of reported findings
+  trace.summary = std::move(summary);
+  result.digest = make_digest(analysis, trace.findings);
+  result.digest.device = trace.device;
+  result.digest.gpu_busy_pct = trace.gpu_busy_pct;
+  result.digest.coverage = trace.coverage;
+  result.digest.step_count = trace.step_count;
+  result.digest.step_note = trace.step_note;
+  return result;  // the timeline and its analysis are dropped here: only the report and the digest stay
+}
+
+bool selected(const RuleInfo& info, const EvaluateOptions& selection) {
+  auto mentions = [&](const std::vector<std::string>& list) {
+    return std::any_of(list.begin(), list.end(), [&](const std::string& item) {
+      return item == info.id || item == info.name ||
+             std::find(info.tags.begin(), info.tags.end(), item) != info.tags.end();
+    });
+  };
+  if (!selection.only.empty() && !mentions(selection.only)) return false;
+  return !mentions(selection.skip);
+}
+
+std::string collective_label(const AlignedCollective& c) {
+  std::string label(to_string(c.type));
+  if (!c.group.empty()) label += " (group " + c.group + ")";
+  return label;
+}
+
+}  // namespace
+
+std::vector<RankResult> check_files(const std::vector<std::string>& files, const RankCheck& check, unsigned threads,
+                                    Progress& progress) {
+  std::vector<RankResult> results(files.size());
+  if (threads == 0) threads = std::max(1u, std::thread::hardware_concurrency());
+  threads = static_cast<unsigned>(std::min<size_t>(threads, files.size()));
+  std::atomic<size_t> next{0}, done{0};
+  std::atomic<uint64_t> bytes{0};
+  progress.start("checking", files.size() == 1 ? "trace" : "traces", files.size());
+  auto work = [&] {
+    for (size_t i = next++; i < files.size(); i = next++) {
+      results[i] = check_file(files[i], check);
+      std::error_code ec;
+      const auto size = std::filesystem::file_size(files[i], ec);
+      progress.update(++done, files.size(), bytes += ec ? 0 : size);
+    }
+  };
+  if (threads <= 1) {
+    work();
+  } else {
+    std::vector<std::thread> pool;
+    for (unsigned t = 0; t < threads; ++t) pool.emplace_back(work);
+    for (auto& thread : pool) thread.join();
+  }
+  progress.finish();
+  return results;
+}
+
+TraceReport trace_from_digest(const RankDigest& digest) {
+  TraceReport trace;
+  trace.path = digest.path;
+  trace.rank = digest.rank;
+  trace.device = digest.device;
+  trace.step_count = digest.step_count;
+  trace.step_note = digest.step_note;
+  trace.step_ms = digest.step_ms;
+  trace.gpu_busy_pct = digest.gpu_busy_pct;
+  trace.has_gpu = digest.has_gpu;
+  trace.warnings = digest.warnings;
+  trace.coverage = digest.coverage;
+  trace.findings = digest.findings;
+  return trace;
+}
+
+void finish_trace(TraceReport& trace, const std::string& source_root, size_t& suppressed) {
+  suppressed += apply_suppressions(trace.findings, source_root);
+  rank_findings(trace.findings);
+  trace.recoverable_ms = recoverable_ms_per_step(trace.findings, trace.step_ms);
+}
+
+std::vector<TraceReport> assemble_jobs(std::vector<TraceReport> traces, const std::vector<RankDigest>& digests,
+                                       const JobRuleSet& job_rules, const EvaluateOptions& selection,
+                                       std::ostream& err) {
+  std::vector<TraceReport> out;
+  for (const JobGroup& group : group_jobs(digests)) {
+    if (!group.note.empty()) err << "ptadvise: warning: " << digests[group.members.front()].path << ": " << group.note << "\n";
+    bool talks = false, distributed = false;
+    for (size_t m : group.members) {
+      talks = talks || !digests[m].collectives.empty();
+      distributed = distributed || digests[m].world_size > 1;
+    }
+    if (group.members.size() >= 2 && !talks && !distributed) {
+      err << "ptadvise: warning: " << group.name << ": " << group.members.size()
+          << " traces with ranks in their names but no collectives and no distributed info: checked each on its own\n";
+    }
+    if (group.members.size() < 2 || (!talks && !distributed)) {
+      for (size_t m : group.members) out.push_back(std::move(traces[m]));
+      continue;
+    }
+    std::vector<const RankDigest*> ranks;
+    for (size_t m : group.members) ranks.push_back(&digests[m]);
+    const JobAnalysis job = analyze_job(ranks, group.name);
+
+    std::vector<std::string> skip;
+    for (const auto& info : job_rules.infos()) {
+      if (!selected(info, selection)) skip.push_back(info.id);
+    }
+    std::vector<Finding> findings = evaluate_job(job_rules, job, ranks, selection.thresholds, skip);
+
+    // Per-rank findings every rank has (same rule and site) are shown once, in the job's entry.
+    std::map<std::string, size_t> ranks_with;
+    for (size_t m : group.members) {
+      std::set<std::string> seen;
+      for (const auto& f : traces[m].findings) {
+        if (seen.insert(f.fingerprint).second) ++ranks_with[f.fingerprint];
+      }
+    }
+    JobTable table;
+    for (size_t m : group.members) {
+      auto& rank_findings_list = traces[m].findings;
+      for (auto it = rank_findings_list.begin(); it != rank_findings_list.end();) {
+        if (ranks_with[it->fingerprint] != group.members.size()) {
+          ++it;
+          continue;
+        }
+        if (m == group.members.front()) {
+          Finding folded = *it;
+          folded.message += " (on all " + std::to_string(group.members.size()) + " ranks)";
+          for (size_t other : group.members) folded.ranks.push_back(traces[other].rank.value_or(-1));
+          folded.trace_path = group.name;
+          folded.trace_rank.reset();
+          findings.push_back(std::move(folded));
+          ++table.folded_findings;
+        }
+        it = rank_findings_list.erase(it);
+      }
+      traces[m].recoverable_ms = recoverable_ms_per_step(rank_findings_list, traces[m].step_ms);
+    }
+    rank_findings(findings);
+
+    table.directory = group.name;
+    table.ranks = group.members.size();
+    table.world_size = job.world_size;
+    table.backend = digests[group.members.front()].backend;
+    table.aligned_collectives = job.aligned_collectives;
+    table.unmatched_collectives = job.unmatched_collectives;
+    table.by_sequence = job.by_sequence;
+    table.compute_imbalance_pct = job.compute_imbalance_pct;
+    double busy = 0;
+    bool has_gpu = false;
+    for (size_t r = 0; r < ranks.size(); ++r) {
+      const RankDigest& d = *ranks[r];
+      const RankJobStats& s = job.per_rank[r];
+      table.rows.push_back({s.rank, d.path, d.step_ms, d.compute_ms, d.communication_ms, d.exposed_comm_ms,
+                            d.overlap_pct, s.wait_ms, d.data_loader_ms, d.idle_ms, s.last_pct});
+      busy += d.gpu_busy_pct;
+      has_gpu = has_gpu || d.has_gpu;
+    }
+    for (size_t k = 0; k < job.collectives.size() && k < 5; ++k) {
+      const AlignedCollective& c = job.collectives[k];
+      table.worst.push_back({collective_label(c), c.step, c.order, c.skew_ms, c.last_rank, c.wait_ms_total});
+    }
+    TraceReport entry;
+    entry.path = group.name;
+    entry.device = digests[group.members.front()].device;
+    entry.step_count = digests[group.members.front()].step_count;
+    entry.step_note = std::to_string(group.members.size()) + " ranks of a " +
+                      (job.world_size > 1 ? std::to_string(job.world_size) + "-rank job" : std::string("job"));
+    entry.step_ms = job.step_ms;
+    entry.gpu_busy_pct = busy / static_cast<double>(ranks.size());
+    entry.has_gpu = has_gpu;
+    entry.coverage.ran = job_rules.infos().size() - skip.size();
+    entry.findings = std::move(findings);
+    entry.recoverable_ms = recoverable_ms_per_step(entry.findings, entry.step_ms);
+    entry.job = std::move(table);
+    out.push_back(std::move(entry));
+    for (size_t m : group.members) out.push_back(std::move(traces[m]));
+  }
+  return out;
+}
+
+}  // namespace ptadvise::check_detail

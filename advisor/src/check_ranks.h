@@ -1,0 +1,47 @@
+// Internal to advisor/: the per-rank part of `check` (load, analyse, evaluate, reduce to a digest — in
+// parallel, each timeline dropped once reduced) and the assembly of distributed jobs in the report.
+#pragma once
+
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "progress.h"
+#include "ptadvise/advisor.h"
+
+namespace ptadvise::check_detail {
+
+struct RankResult {
+  TraceReport trace;   // findings after suppressions, not yet ranked
+  RankDigest digest;
+  std::string error;   // a fatal load error, or a trace mostly lost without --accept-partial (the check stops)
+  size_t suppressed = 0;
+};
+
+// What checking one rank needs, shared by the threads.
+struct RankCheck {
+  const RuleSet& rules;
+  const EvaluateOptions& selection;
+  const KernelClassifier& kernels;
+  const std::string& source_root;
+  bool accept_partial = false;
+};
+
+// Checks the trace files, `threads` at a time (0: one per core), reporting each file done to `progress`.
+// Results come in file order.
+std::vector<RankResult> check_files(const std::vector<std::string>& files, const RankCheck& check, unsigned threads,
+                                    Progress& progress);
+
+// The per-trace report a digest stands for (without the summary, which digests do not carry).
+TraceReport trace_from_digest(const RankDigest& digest);
+
+// Suppressions and ranking of one trace's raw findings.
+void finish_trace(TraceReport& trace, const std::string& source_root, size_t& suppressed);
+
+// Groups the traces into jobs and puts each job's entry (its table, job findings and the per-rank findings
+// every rank shares) before its ranks. `traces` and `digests` are parallel; notes go to `err` as warnings.
+std::vector<TraceReport> assemble_jobs(std::vector<TraceReport> traces, const std::vector<RankDigest>& digests,
+                                       const JobRuleSet& job_rules, const EvaluateOptions& selection,
+                                       std::ostream& err);
+
+}  // namespace ptadvise::check_detail

@@ -1,0 +1,217 @@
+// analyze_job(): matches the same collective across ranks, aligns the ranks' clocks on collective ends,
+// and measures arrival skew, the last rank, the wait inside collectives and compute imbalance.
+//
+// Clocks: ranks record with their own clocks (and host-only traces from PyTorch 1.x have no absolute time at
+// all). Every rank leaves a collective at nearly the same moment — nobody finishes before the last one has
+// arrived — so the median difference of the end times of matched collectives is each rank's clock offset.
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <tuple>
+
+#include "ptadvise/job.h"
+
+namespace ptadvise {
+
+namespace {
+
+constexpr double kNsPerMs = 1e6;
+
+template <typename T>
+T median_of(std::vector<T> values) {
+  if (values.empty()) return T{};
+  const size_t mid = values.size() / 2;
+  std::nth_element(values.begin(), values.begin() + static_cast<std::ptrdiff_t>(mid), values.end());
+  T upper = values[mid];
+  if (values.size() % 2 == 1) return upper;
+  T lower = *std::max_element(values.begin(), values.begin() + static_cast<std::ptrdiff_t>(mid));
+  return lower + (upper - lower) / 2;
+}
+
+using Key = std::tuple<int64_t, std::string, int64_t>;  // (step or -1, group, order or sequence number)
+
+struct Stretch {
+  double compute = 0, data_loader = 0, copies = 0, host = 0, untraced = 0;
+};
+
+Stretch stretch_of(const CollectiveCall& call) {
+  Stretch s;
+  s.compute = static_cast<double>(call.before_compute_ns);
+  s.data_loader = static_cast<double>(call.before_data_loader_ns);
+  s.copies = static_cast<double>(call.before_copy_ns);
+  s.host = static_cast<double>(call.before_host_ns);
+  const int64_t device = call.before_compute_ns + call.before_copy_ns;
+  const int64_t host = call.before_host_ns + call.before_data_loader_ns;
+  s.untraced = static_cast<double>(std::max<int64_t>(call.before_ns - std::max(device, host), 0));
+  return s;
+}
+
+}  // namespace
+
+JobAnalysis analyze_job(const std::vector<const RankDigest*>& ranks, const std::string& name) {
+  JobAnalysis job;
+  job.name = name;
+  const size_t n = ranks.size();
+  job.per_rank.resize(n);
+  for (size_t r = 0; r < n; ++r) {
+    job.per_rank[r].rank = ranks[r]->rank.value_or(static_cast<int>(r));
+    job.per_rank[r].digest = r;
+    job.ranks.push_back(job.per_rank[r].rank);
+    job.world_size = std::max(job.world_size, ranks[r]->world_size);
+  }
+  std::sort(job.ranks.begin(), job.ranks.end());
+  if (n == 0) return job;
+
+  // Compute imbalance and the job's step time.
+  std::vector<double> compute;
+  double step_sum = 0;
+  for (size_t r = 0; r < n; ++r) {
+    compute.push_back(ranks[r]->compute_ms);
+    step_sum += ranks[r]->step_ms;
+  }
+  job.step_ms = step_sum / static_cast<double>(n);
+  auto max_it = std::max_element(compute.begin(), compute.end());
+  job.compute_max_ms = *max_it;
+  job.compute_min_ms = *std::min_element(compute.begin(), compute.end());
+  job.compute_median_ms = median_of(compute);
+  job.slowest_compute_rank = job.per_rank[static_cast<size_t>(max_it - compute.begin())].rank;
+  job.compute_imbalance_pct = job.compute_max_ms > 0 ? 100.0 * (job.compute_max_ms - job.compute_min_ms) / job.compute_max_ms : 0;
+  if (n < 2) return job;
+
+  // Match collectives: by sequence number when every rank records them, else by step, group and order.
+  bool sequences = true;
+  size_t total = 0;
+  for (const RankDigest* digest : ranks) {
+    total += digest->collectives.size();
+    for (const auto& call : digest->collectives) sequences = sequences && call.seq >= 0;
+  }
+  job.by_sequence = sequences && total > 0;
+  std::map<Key, std::vector<int64_t>> matched;  // key -> call index per rank (-1 = absent)
+  for (size_t r = 0; r < n; ++r) {
+    const auto& calls = ranks[r]->collectives;
+    for (size_t c = 0; c < calls.size(); ++c) {
+      const std::string group = calls[c].group + '\x1f' + std::string(to_string(calls[c].type));
+      Key key = job.by_sequence ? Key{-1, calls[c].group, calls[c].seq}
+                                : Key{calls[c].step, group, static_cast<int64_t>(calls[c].order)};
+      auto& slots = matched.try_emplace(key, std::vector<int64_t>(n, -1)).first->second;
+      if (slots[r] < 0) slots[r] = static_cast<int64_t>(c);
+    }
+  }
+  std::vector<const std::vector<int64_t>*> complete;
+  std::vector<Key> complete_keys;
+  for (const auto& [key, slots] : matched) {
+    if (std::all_of(slots.begin(), slots.end(), [](int64_t s) { return s >= 0; })) {
+      complete.push_back(&slots);
+      complete_keys.push_back(key);
+    }
+  }
+  job.aligned_collectives = complete.size();
+  job.unmatched_collectives = total - complete.size() * n;
+  if (complete.empty()) return job;
+
+  // Clock offsets against the first rank: the median difference of collective ends.
+  std::vector<int64_t> offset(n, 0);
+  for (size_t r = 1; r < n; ++r) {
+    std::vector<int64_t> differences;
+    for (const auto* slots : complete) {
+      differences.push_back(ranks[r]->collectives[static_cast<size_t>((*slots)[r])].end_ns -
+                            ranks[0]->collectives[static_cast<size_t>((*slots)[0])].end_ns);
+    }
+    offset[r] = median_of(differences);
+    job.per_rank[r].clock_offset_ms = static_cast<double>(offset[r]) / kNsPerMs;
+  }
+
+  std::vector<double> wait(n, 0), late(n, 0), caused(n, 0);
+  std::vector<std::map<CollectiveType, double>> wait_by_type(n);
+  std::map<int64_t, std::vector<double>> caused_by_step;  // step -> wait caused per rank
+  std::vector<size_t> last_count(n, 0);
+  std::vector<Stretch> excess(n);
+  for (size_t k = 0; k < complete.size(); ++k) {
+    const auto& slots = *complete[k];
+    std::vector<int64_t> arrival(n);
+    for (size_t r = 0; r < n; ++r) arrival[r] = ranks[r]->collectives[static_cast<size_t>(slots[r])].start_ns - offset[r];
+    const size_t last = static_cast<size_t>(std::max_element(arrival.begin(), arrival.end()) - arrival.begin());
+    const int64_t latest = arrival[last];
+    const int64_t first = *std::min_element(arrival.begin(), arrival.end());
+    // The others' median arrival: with two ranks, the other rank's.
+    std::vector<int64_t> others_arrival;
+    for (size_t r = 0; r < n; ++r) {
+      if (r != last) others_arrival.push_back(arrival[r]);
+    }
+    const int64_t middle = median_of(others_arrival);
+    AlignedCollective aligned;
+    const CollectiveCall& reference = ranks[0]->collectives[static_cast<size_t>(slots[0])];
+    aligned.type = reference.type;
+    aligned.group = reference.group;
+    aligned.step = reference.step;
+    aligned.order = reference.order;
+    aligned.skew_ms = static_cast<double>(latest - first) / kNsPerMs;
+    aligned.last_rank = job.per_rank[last].rank;
+    aligned.last_late_ms = static_cast<double>(latest - middle) / kNsPerMs;
+    for (size_t r = 0; r < n; ++r) {
+      const CollectiveCall& call = ranks[r]->collectives[static_cast<size_t>(slots[r])];
+      const int64_t inside = std::max<int64_t>(call.end_ns - call.start_ns, 0);
+      const double waited = static_cast<double>(std::min(latest - arrival[r], inside)) / kNsPerMs;
+      wait[r] += waited;
+      wait_by_type[r][call.type] += waited;
+      if (r != last) aligned.wait_ms_total += waited;
+    }
+    ++last_count[last];
+    auto& step_caused = caused_by_step.try_emplace(reference.step, std::vector<double>(n, 0)).first->second;
+    step_caused[last] += aligned.wait_ms_total;
+    late[last] += aligned.last_late_ms;
+    caused[last] += aligned.wait_ms_total / static_cast<double>(n - 1);  // what each other rank waits, on average
+    // What filled the last rank's stretch before the collective, against the median of the others.
+    std::vector<Stretch> others;
+    for (size_t r = 0; r < n; ++r) {
+      if (r != last) others.push_back(stretch_of(ranks[r]->collectives[static_cast<size_t>(slots[r])]));
+    }
+    auto median_field = [&](double Stretch::*field) {
+      std::vector<double> values;
+      for (const auto& s : others) values.push_back(s.*field);
+      return median_of(values);
+    };
+    const Stretch mine = stretch_of(ranks[last]->collectives[static_cast<size_t>(slots[last])]);
+    for (double Stretch::*field : {&Stretch::compute, &Stretch::data_loader, &Stretch::copies, &Stretch::host,
+                                   &Stretch::untraced}) {
+      excess[last].*field += mine.*field - median_field(field);
+    }
+    job.collectives.push_back(aligned);
+  }
+  std::vector<size_t> straggler_steps(n, 0);
+  for (const auto& [step, per_rank] : caused_by_step) {
+    const auto top = std::max_element(per_rank.begin(), per_rank.end());
+    if (*top > 0) ++straggler_steps[static_cast<size_t>(top - per_rank.begin())];
+  }
+  for (size_t r = 0; r < n; ++r) {
+    const double steps = static_cast<double>(std::max<size_t>(ranks[r]->steady_steps, 1));
+    job.per_rank[r].straggler_steps_pct =
+        caused_by_step.empty() ? 0 : 100.0 * static_cast<double>(straggler_steps[r]) / static_cast<double>(caused_by_step.size());
+    RankJobStats& stats = job.per_rank[r];
+    stats.wait_ms = wait[r] / steps;
+    stats.last_pct = 100.0 * static_cast<double>(last_count[r]) / static_cast<double>(complete.size());
+    stats.late_ms = late[r] / steps;
+    stats.caused_wait_ms = caused[r] / steps;
+    double all_caused = 0;
+    for (double c : caused) all_caused += c;
+    stats.caused_wait_share_pct = all_caused > 0 ? 100.0 * caused[r] / all_caused : 0;
+    for (const auto& [type, ms] : wait_by_type[r]) stats.wait_by_type[type] = ms / steps;
+    const std::pair<const char*, double> causes[] = {{"compute", excess[r].compute},
+                                                     {"data-loader", excess[r].data_loader},
+                                                     {"copies", excess[r].copies},
+                                                     {"host", excess[r].host},
+                                                     {"untraced", excess[r].untraced}};
+    const auto* best = std::max_element(std::begin(causes), std::end(causes),
+                                        [](const auto& a, const auto& b) { return a.second < b.second; });
+    if (last_count[r] > 0 && best->second > 0) {
+      stats.late_cause = best->first;
+      stats.late_cause_ms = best->second / kNsPerMs / steps;
+    }
+  }
+  std::stable_sort(job.collectives.begin(), job.collectives.end(),
+                   [](const AlignedCollective& a, const AlignedCollective& b) { return a.skew_ms > b.skew_ms; });
+  if (job.collectives.size() > 20) job.collectives.resize(20);
+  return job;
+}
+
+}  // namespace ptadvise

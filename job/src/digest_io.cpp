@@ -1,0 +1,277 @@
+// The digest as JSON: written by `check --digest-out`, read by `merge`. Versioned; unknown versions and
+// malformed files are refused with one line naming the file and what was wrong.
+#include <nlohmann/json.hpp>
+
+#include <fstream>
+#include <ostream>
+#include <sstream>
+
+#include "ptadvise/job.h"
+
+namespace ptadvise {
+
+namespace {
+
+using nlohmann::json;
+
+constexpr const char* kFormat = "ptadvise-rank-digest";
+constexpr int kVersion = 1;
+
+struct Invalid {
+  std::string message;
+};
+
+CollectiveType type_from_string(const std::string& text) {
+  for (auto type : {CollectiveType::AllReduce, CollectiveType::AllGather, CollectiveType::ReduceScatter,
+                    CollectiveType::AllToAll, CollectiveType::Broadcast, CollectiveType::Reduce,
+                    CollectiveType::SendRecv, CollectiveType::Barrier, CollectiveType::Other}) {
+    if (to_string(type) == text) return type;
+  }
+  throw Invalid{"unknown collective type '" + text + "'"};
+}
+
+json finding_json(const Finding& f) {
+  json evidence = json::array();
+  for (const auto& e : f.evidence) {
+    evidence.push_back({{"step", e.step == kNone ? -1 : static_cast<int64_t>(e.step)},
+                        {"step_number", e.step_number},
+                        {"ts_ns", e.ts_ns},
+                        {"abs_ts_us", e.abs_ts_us},
+                        {"dur_ns", e.dur_ns},
+                        {"event", e.event},
+                        {"track", e.track}});
+  }
+  json site = {{"op", f.site.op}, {"kernel", f.site.kernel}, {"op_chain", f.site.op_chain}, {"detail", f.site.detail}};
+  if (f.site.source) {
+    site["source"] = {{"file", f.site.source->file}, {"line", f.site.source->line}, {"function", f.site.source->function}};
+  }
+  json out = {{"rule_id", f.rule_id},
+              {"rule_name", f.rule_name},
+              {"severity", std::string(to_string(f.severity))},
+              {"tags", f.tags},
+              {"site", site},
+              {"message", f.message},
+              {"fix", f.fix},
+              {"evidence", evidence},
+              {"count_per_step", f.count_per_step},
+              {"time_ms_per_step", f.time_ms_per_step},
+              {"steps_present_pct", f.steps_present_pct},
+              {"saving_ms_per_step", f.saving_ms_per_step},
+              {"saving_pct", f.saving_pct},
+              {"saving_method", f.saving_method},
+              {"confidence", std::string(to_string(f.confidence))},
+              {"trace_path", f.trace_path},
+              {"ranks", f.ranks}};
+  if (f.trace_rank) out["trace_rank"] = *f.trace_rank;
+  return out;
+}
+
+Finding finding_from(const json& j) {
+  Finding f;
+  f.rule_id = j.at("rule_id").get<std::string>();
+  f.rule_name = j.at("rule_name").get<std::string>();
+  auto severity = parse_severity(j.at("severity").get<std::string>());
+  if (!severity) throw Invalid{"finding " + f.rule_id + ": unknown severity"};
+  f.severity = *severity;
+  f.tags = j.at("tags").get<std::vector<std::string>>();
+  const json& site = j.at("site");
+  f.site.op = site.at("op").get<std::string>();
+  f.site.kernel = site.at("kernel").get<std::string>();
+  f.site.op_chain = site.at("op_chain").get<std::vector<std::string>>();
+  f.site.detail = site.at("detail").get<std::string>();
+  if (site.contains("source")) {
+    const json& source = site.at("source");
+    f.site.source = SourceLocation{source.at("file").get<std::string>(), source.at("line").get<int>(),
+                                   source.at("function").get<std::string>()};
+  }
+  f.message = j.at("message").get<std::string>();
+  f.fix = j.at("fix").get<std::string>();
+  for (const auto& e : j.at("evidence")) {
+    Evidence evidence;
+    const int64_t step = e.at("step").get<int64_t>();
+    evidence.step = step < 0 ? kNone : static_cast<uint32_t>(step);
+    evidence.step_number = e.at("step_number").get<int64_t>();
+    evidence.ts_ns = e.at("ts_ns").get<int64_t>();
+    evidence.abs_ts_us = e.at("abs_ts_us").get<int64_t>();
+    evidence.dur_ns = e.at("dur_ns").get<int64_t>();
+    evidence.event = e.at("event").get<std::string>();
+    evidence.track = e.at("track").get<std::string>();
+    f.evidence.push_back(std::move(evidence));
+  }
+  f.count_per_step = j.at("count_per_step").get<double>();
+  f.time_ms_per_step = j.at("time_ms_per_step").get<double>();
+  f.steps_present_pct = j.at("steps_present_pct").get<double>();
+  f.saving_ms_per_step = j.at("saving_ms_per_step").get<double>();
+  f.saving_pct = j.at("saving_pct").get<double>();
+  f.saving_method = j.at("saving_method").get<std::string>();
+  const std::string confidence = j.at("confidence").get<std::string>();
+  f.confidence = confidence == "low" ? Confidence::Low : confidence == "high" ? Confidence::High : Confidence::Medium;
+  f.trace_path = j.at("trace_path").get<std::string>();
+  if (j.contains("trace_rank")) f.trace_rank = j.at("trace_rank").get<int>();
+  f.ranks = j.at("ranks").get<std::vector<int>>();
+  return f;
+}
+
+}  // namespace
+
+void write_digest(const RankDigest& d, std::ostream& out) {
+  json collectives = json::array();
+  for (const auto& c : d.collectives) {
+    // Compact rows: the digest of a rank with thousands of collectives stays small.
+    collectives.push_back({std::string(to_string(c.type)), c.group, c.seq, c.step, c.order, c.start_ns, c.end_ns,
+                           c.bytes, c.group_size, c.on_device, c.before_ns, c.before_compute_ns,
+                           c.before_data_loader_ns, c.before_copy_ns, c.before_host_ns});
+  }
+  json types = json::array();
+  for (const auto& t : d.by_type) {
+    types.push_back({{"type", std::string(to_string(t.type))},
+                     {"count_per_step", t.count_per_step},
+                     {"ms_per_step", t.ms_per_step},
+                     {"bytes_per_step", t.bytes_per_step},
+                     {"algbw_gbps", t.algbw_gbps},
+                     {"busbw_gbps", t.busbw_gbps},
+                     {"group_size", t.group_size}});
+  }
+  json findings = json::array();
+  for (const auto& f : d.findings) findings.push_back(finding_json(f));
+  json not_run = json::array();
+  for (const auto& [rule, why] : d.coverage.not_run) not_run.push_back({rule, why});
+  json doc = {{"format", kFormat},
+              {"version", kVersion},
+              {"path", d.path},
+              {"rank", d.rank ? json(*d.rank) : json(nullptr)},
+              {"rank_from_trace", d.rank_from_trace},
+              {"world_size", d.world_size},
+              {"backend", d.backend},
+              {"device", d.device},
+              {"has_gpu", d.has_gpu},
+              {"step_count", d.step_count},
+              {"step_note", d.step_note},
+              {"gpu_busy_pct", d.gpu_busy_pct},
+              {"warnings", d.warnings},
+              {"coverage",
+               {{"ran", d.coverage.ran},
+                {"no_gpu", d.coverage.no_gpu},
+                {"no_stacks", d.coverage.no_stacks},
+                {"no_device_properties", d.coverage.no_device_properties},
+                {"not_run", not_run}}},
+              {"steady_steps", d.steady_steps},
+              {"step_ms", d.step_ms},
+              {"compute_ms", d.compute_ms},
+              {"communication_ms", d.communication_ms},
+              {"exposed_comm_ms", d.exposed_comm_ms},
+              {"data_loader_ms", d.data_loader_ms},
+              {"idle_ms", d.idle_ms},
+              {"overlap_pct", d.overlap_pct},
+              {"forwards_per_step", d.forwards_per_step},
+              {"reduce_rounds_per_step", d.reduce_rounds_per_step},
+              {"buffer_broadcasts_per_step", d.buffer_broadcasts_per_step},
+              {"by_type", types},
+              {"collective_columns",
+               {"type", "group", "seq", "step", "order", "start_ns", "end_ns", "bytes", "group_size", "on_device",
+                "before_ns", "before_compute_ns", "before_data_loader_ns", "before_copy_ns", "before_host_ns"}},
+              {"collectives", collectives},
+              {"findings", findings}};
+  out << doc.dump() << '\n';
+}
+
+std::variant<RankDigest, DigestError> parse_digest(std::string_view text, const std::string& label) {
+  json doc;
+  try {
+    doc = json::parse(text.begin(), text.end());
+  } catch (const json::parse_error& error) {
+    return DigestError{label + ": byte " + std::to_string(error.byte) + ": not JSON (expected a digest written by "
+                       "`ptadvise check --digest-out`)"};
+  }
+  try {
+    if (!doc.is_object() || doc.value("format", std::string()) != kFormat) {
+      throw Invalid{"not a ptadvise rank digest (no \"format\": \"" + std::string(kFormat) + "\")"};
+    }
+    const int version = doc.at("version").get<int>();
+    if (version != kVersion) {
+      throw Invalid{"digest version " + std::to_string(version) + "; this ptadvise reads version " +
+                    std::to_string(kVersion) + " (write the digests with the same ptadvise)"};
+    }
+    RankDigest d;
+    d.path = doc.at("path").get<std::string>();
+    if (!doc.at("rank").is_null()) d.rank = doc.at("rank").get<int>();
+    d.rank_from_trace = doc.at("rank_from_trace").get<bool>();
+    d.world_size = doc.at("world_size").get<int>();
+    d.backend = doc.at("backend").get<std::string>();
+    d.device = doc.at("device").get<std::string>();
+    d.has_gpu = doc.at("has_gpu").get<bool>();
+    d.step_count = doc.at("step_count").get<size_t>();
+    d.step_note = doc.at("step_note").get<std::string>();
+    d.gpu_busy_pct = doc.at("gpu_busy_pct").get<double>();
+    d.warnings = doc.at("warnings").get<std::vector<std::string>>();
+    const json& coverage = doc.at("coverage");
+    d.coverage.ran = coverage.at("ran").get<size_t>();
+    d.coverage.no_gpu = coverage.at("no_gpu").get<size_t>();
+    d.coverage.no_stacks = coverage.at("no_stacks").get<size_t>();
+    d.coverage.no_device_properties = coverage.at("no_device_properties").get<size_t>();
+    for (const auto& item : coverage.at("not_run")) {
+      d.coverage.not_run.emplace_back(item.at(0).get<std::string>(), item.at(1).get<std::string>());
+    }
+    d.steady_steps = doc.at("steady_steps").get<size_t>();
+    d.step_ms = doc.at("step_ms").get<double>();
+    d.compute_ms = doc.at("compute_ms").get<double>();
+    d.communication_ms = doc.at("communication_ms").get<double>();
+    d.exposed_comm_ms = doc.at("exposed_comm_ms").get<double>();
+    d.data_loader_ms = doc.at("data_loader_ms").get<double>();
+    d.idle_ms = doc.at("idle_ms").get<double>();
+    d.overlap_pct = doc.at("overlap_pct").get<double>();
+    d.forwards_per_step = doc.at("forwards_per_step").get<double>();
+    d.reduce_rounds_per_step = doc.at("reduce_rounds_per_step").get<double>();
+    d.buffer_broadcasts_per_step = doc.at("buffer_broadcasts_per_step").get<double>();
+    for (const auto& t : doc.at("by_type")) {
+      CollectiveTypeStats s;
+      s.type = type_from_string(t.at("type").get<std::string>());
+      s.count_per_step = t.at("count_per_step").get<double>();
+      s.ms_per_step = t.at("ms_per_step").get<double>();
+      s.bytes_per_step = t.at("bytes_per_step").get<double>();
+      s.algbw_gbps = t.at("algbw_gbps").get<double>();
+      s.busbw_gbps = t.at("busbw_gbps").get<double>();
+      s.group_size = t.at("group_size").get<int32_t>();
+      d.by_type.push_back(s);
+    }
+    for (const auto& row : doc.at("collectives")) {
+      if (!row.is_array() || row.size() != 15) throw Invalid{"a collective row does not have 15 columns"};
+      CollectiveCall c;
+      c.type = type_from_string(row.at(0).get<std::string>());
+      c.group = row.at(1).get<std::string>();
+      c.seq = row.at(2).get<int64_t>();
+      c.step = row.at(3).get<int64_t>();
+      c.order = row.at(4).get<uint32_t>();
+      c.start_ns = row.at(5).get<int64_t>();
+      c.end_ns = row.at(6).get<int64_t>();
+      c.bytes = row.at(7).get<int64_t>();
+      c.group_size = row.at(8).get<int32_t>();
+      c.on_device = row.at(9).get<bool>();
+      c.before_ns = row.at(10).get<int64_t>();
+      c.before_compute_ns = row.at(11).get<int64_t>();
+      c.before_data_loader_ns = row.at(12).get<int64_t>();
+      c.before_copy_ns = row.at(13).get<int64_t>();
+      c.before_host_ns = row.at(14).get<int64_t>();
+      d.collectives.push_back(std::move(c));
+    }
+    for (const auto& f : doc.at("findings")) d.findings.push_back(finding_from(f));
+    return d;
+  } catch (const Invalid& invalid) {
+    return DigestError{label + ": " + invalid.message};
+  } catch (const json::exception& error) {
+    // out_of_range (a missing key) and type_error (a value of the wrong type) name what was expected.
+    std::string what = error.what();
+    if (auto at = what.find("] "); at != std::string::npos) what = what.substr(at + 2);
+    return DigestError{label + ": not a complete rank digest: " + what};
+  }
+}
+
+std::variant<RankDigest, DigestError> read_digest(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return DigestError{path + ": cannot open the digest"};
+  std::ostringstream text;
+  text << in.rdbuf();
+  return parse_digest(text.str(), path);
+}
+
+}  // namespace ptadvise

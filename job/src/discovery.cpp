@@ -1,0 +1,90 @@
+// What a directory is: the trace files below it, and which of them are the ranks of one job.
+#include <algorithm>
+#include <filesystem>
+#include <map>
+#include <set>
+#include <tuple>
+
+#include "ptadvise/job.h"
+
+namespace ptadvise {
+
+namespace {
+
+namespace fs = std::filesystem;
+
+bool is_trace_file_name(const std::string& name) {
+  auto ends_with = [&name](std::string_view suffix) {
+    return name.size() >= suffix.size() && name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0;
+  };
+  return ends_with(".json") || ends_with(".json.gz");
+}
+
+}  // namespace
+
+std::vector<std::string> find_trace_files(const std::string& path, std::string& error) {
+  std::vector<std::string> files;
+  std::error_code ec;
+  if (!fs::is_directory(path, ec)) {
+    files.push_back(path);
+    return files;
+  }
+  // Recursive: TensorBoard writes logdir/<run>/<host>_<pid>.<time>.pt.trace.json[.gz].
+  for (fs::recursive_directory_iterator it(path, fs::directory_options::skip_permission_denied, ec), end;
+       !ec && it != end; it.increment(ec)) {
+    std::error_code type_error;
+    if (it->is_regular_file(type_error) && is_trace_file_name(it->path().filename().string())) {
+      files.push_back(it->path().string());
+    }
+  }
+  if (ec) {
+    error = path + ": cannot list the directory: " + ec.message();
+    return {};
+  }
+  if (files.empty()) {
+    error = path + ": no trace files (*.json, *.json.gz) in this directory or below";
+    return {};
+  }
+  std::sort(files.begin(), files.end());
+  return files;
+}
+
+std::vector<JobGroup> group_jobs(const std::vector<RankDigest>& digests) {
+  using Key = std::tuple<std::string, int, std::string>;  // directory, world size, backend
+  std::map<Key, std::vector<size_t>> candidates;
+  std::vector<JobGroup> groups;
+  for (size_t i = 0; i < digests.size(); ++i) {
+    const RankDigest& d = digests[i];
+    if (!d.rank) {
+      groups.push_back({{i}, fs::path(d.path).parent_path().string(), ""});
+      continue;
+    }
+    candidates[{fs::path(d.path).parent_path().string(), d.world_size, d.backend}].push_back(i);
+  }
+  for (auto& [key, members] : candidates) {
+    const std::string& directory = std::get<0>(key);
+    std::set<int> seen;
+    bool distinct = true;
+    for (size_t i : members) distinct = seen.insert(*digests[i].rank).second && distinct;
+    const int world = std::get<1>(key);
+    const bool fits = world <= 1 || static_cast<size_t>(world) >= members.size();
+    if (members.size() >= 2 && distinct && fits) {
+      std::sort(members.begin(), members.end(), [&](size_t a, size_t b) { return *digests[a].rank < *digests[b].rank; });
+      groups.push_back({members, directory, ""});
+      continue;
+    }
+    for (size_t i : members) {
+      std::string note;
+      if (members.size() >= 2) {
+        note = distinct ? "more traces than the world size of " + std::to_string(world) + " in " + directory
+                        : "rank " + std::to_string(*digests[i].rank) + " occurs more than once in " + directory;
+        note += ": not taken as the ranks of one job; checked on its own";
+      }
+      groups.push_back({{i}, directory, note});
+    }
+  }
+  std::sort(groups.begin(), groups.end(), [](const JobGroup& a, const JobGroup& b) { return a.members < b.members; });
+  return groups;
+}
+
+}  // namespace ptadvise

@@ -1,0 +1,549 @@
+// Job rules (`scope: job`): loading, validation and evaluation over the metrics of a job's ranks.
+// docs/RULE_LANGUAGE.md "Job scope" documents the language; keep both in step.
+#include <yaml-cpp/yaml.h>
+
+#include <algorithm>
+#include <cctype>
+#include <charconv>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <set>
+#include <sstream>
+
+#include "job_metrics.h"
+#include "ptadvise/job.h"
+#include "ptadvise/rules.h"
+
+namespace ptadvise {
+
+namespace {
+
+namespace fs = std::filesystem;
+
+struct Failure {
+  std::string message;
+};
+
+[[noreturn]] void fail(const std::string& file, const YAML::Node& node, const std::string& key, const std::string& what) {
+  std::ostringstream out;
+  out << file;
+  if (node.IsDefined() && !node.Mark().is_null()) out << ':' << node.Mark().line + 1 << ':' << node.Mark().column + 1;
+  out << ": " << key << ": " << what;
+  std::string line;
+  for (char c : out.str()) line += (c == '\n' || static_cast<unsigned char>(c) < 0x20) ? ' ' : c;
+  throw Failure{line};
+}
+
+enum class Over { Job, Rank, Ranks, CollectiveType };
+
+enum class Op { Lt, Le, Gt, Ge, Eq, Ne };
+
+struct Operand {
+  bool is_metric = false;
+  std::string metric;     // a metric of the row
+  int threshold = -1;     // index into thresholds
+  double literal = 0;
+};
+
+struct Condition {
+  enum class Kind { Compare, All, Any, Not } kind = Kind::Compare;
+  Operand left, right;
+  Op op = Op::Ge;
+  std::vector<Condition> children;
+};
+
+struct TemplatePart {
+  std::string literal;
+  std::string placeholder;  // empty for literal text
+};
+
+}  // namespace
+
+struct JobRuleSetImpl {
+  struct Rule {
+    Over over = Over::Job;
+    std::vector<ThresholdInfo> thresholds;
+    Condition when;
+    std::vector<TemplatePart> message;
+    std::string saving_metric;
+    Confidence confidence = Confidence::Medium;
+    std::vector<JobRuleTest> tests;
+  };
+  std::vector<RuleInfo> infos;
+  std::vector<Rule> rules;
+};
+
+namespace {
+
+std::vector<std::string> strings_of(const std::string& file, const YAML::Node& node, const std::string& key) {
+  std::vector<std::string> out;
+  if (node.IsScalar()) {
+    out.push_back(node.Scalar());
+  } else if (node.IsSequence()) {
+    for (const auto& item : node) {
+      if (!item.IsScalar()) fail(file, item, key, "expected a string");
+      out.push_back(item.Scalar());
+    }
+  } else {
+    fail(file, node, key, "expected a string or a list of strings");
+  }
+  return out;
+}
+
+std::string text_of(const std::string& file, const YAML::Node& node, const std::string& key) {
+  if (!node.IsDefined()) fail(file, node, key, "missing required key");
+  if (!node.IsScalar() || node.Scalar().find_first_not_of(" \t\r\n") == std::string::npos) {
+    fail(file, node, key, "expected a non-empty string");
+  }
+  return node.Scalar();
+}
+
+double number_of(const std::string& file, const YAML::Node& node, const std::string& key) {
+  if (!node.IsScalar()) fail(file, node, key, "expected a number");
+  const std::string& text = node.Scalar();
+  double value = 0;
+  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (ec != std::errc() || end != text.data() + text.size() || !std::isfinite(value)) {
+    fail(file, node, key, "expected a number, got '" + text + "'");
+  }
+  return value;
+}
+
+class Compiler {
+ public:
+  Compiler(std::string file, const YAML::Node& root) : file_(std::move(file)), root_(root) {}
+
+  void compile(RuleInfo& info, JobRuleSetImpl::Rule& rule) {
+    static const std::set<std::string> allowed{"id", "name", "scope", "over", "severity", "tags", "summary", "fix",
+                                               "docs", "thresholds", "when", "message", "saving", "tests"};
+    if (!root_.IsMap()) fail(file_, root_, "", "expected a mapping");
+    for (auto it = root_.begin(); it != root_.end(); ++it) {
+      if (!it->first.IsScalar() || !allowed.count(it->first.Scalar())) {
+        fail(file_, it->first, it->first.IsScalar() ? it->first.Scalar() : "",
+             "unknown key; expected one of id, name, scope, over, severity, tags, summary, fix, docs, thresholds, "
+             "when, message, saving, tests");
+      }
+    }
+    info.file = file_;
+    info.id = text_of(file_, root_["id"], "id");
+    info.name = text_of(file_, root_["name"], "name");
+    auto severity = parse_severity(text_of(file_, root_["severity"], "severity"));
+    if (!severity) fail(file_, root_["severity"], "severity", "expected info, warning or error");
+    info.severity = *severity;
+    info.tags = strings_of(file_, root_["tags"], "tags");
+    info.summary = text_of(file_, root_["summary"], "summary");
+    info.fix = text_of(file_, root_["fix"], "fix");
+    const YAML::Node docs = root_["docs"];
+    if (!docs.IsMap()) fail(file_, docs, "docs", "expected {what, why, example, fix}");
+    info.docs.what = text_of(file_, docs["what"], "docs.what");
+    info.docs.why = text_of(file_, docs["why"], "docs.why");
+    info.docs.example = text_of(file_, docs["example"], "docs.example");
+    info.docs.fix = text_of(file_, docs["fix"], "docs.fix");
+    const std::string over = text_of(file_, root_["over"], "over");
+    if (over == "job") rule.over = Over::Job;
+    else if (over == "rank") rule.over = Over::Rank;
+    else if (over == "ranks") rule.over = Over::Ranks;
+    else if (over == "collective_type") rule.over = Over::CollectiveType;
+    else fail(file_, root_["over"], "over", "expected job, rank, ranks or collective_type, got '" + over + "'");
+    over_ = rule.over;
+    if (auto thresholds = root_["thresholds"]) {
+      if (!thresholds.IsMap()) fail(file_, thresholds, "thresholds", "expected a mapping of name to {value, unit, doc}");
+      for (auto it = thresholds.begin(); it != thresholds.end(); ++it) {
+        ThresholdInfo t;
+        t.name = it->first.Scalar();
+        const std::string key = "thresholds." + t.name;
+        if (!it->second.IsMap()) fail(file_, it->second, key, "expected {value, unit, doc}");
+        t.value = number_of(file_, it->second["value"], key + ".value");
+        t.unit = text_of(file_, it->second["unit"], key + ".unit");
+        t.doc = text_of(file_, it->second["doc"], key + ".doc");
+        rule.thresholds.push_back(t);
+      }
+    }
+    thresholds_ = &rule.thresholds;
+    if (!root_["when"]) fail(file_, root_, "when", "missing required key");
+    rule.when = condition(root_["when"], "when");
+    rule.message = message(text_of(file_, root_["message"], "message"), root_["message"]);
+    const YAML::Node saving = root_["saving"];
+    if (!saving.IsMap()) fail(file_, saving, "saving", "expected {ms_per_step, method, confidence}");
+    rule.saving_metric = text_of(file_, saving["ms_per_step"], "saving.ms_per_step");
+    check_metric(rule.saving_metric, saving["ms_per_step"], "saving.ms_per_step");
+    info.saving_method = text_of(file_, saving["method"], "saving.method");
+    const std::string confidence = saving["confidence"] ? text_of(file_, saving["confidence"], "saving.confidence") : "medium";
+    if (confidence == "low") rule.confidence = Confidence::Low;
+    else if (confidence == "medium") rule.confidence = Confidence::Medium;
+    else if (confidence == "high") rule.confidence = Confidence::High;
+    else fail(file_, saving["confidence"], "saving.confidence", "expected low, medium or high");
+    info.thresholds = rule.thresholds;
+    tests(rule);
+  }
+
+ private:
+  void check_metric(const std::string& name, const YAML::Node& node, const std::string& key) const {
+    const auto& names = job_detail::metric_names(over_ == Over::Job ? job_detail::RowKind::Job
+                                                 : over_ == Over::CollectiveType ? job_detail::RowKind::CollectiveType
+                                                                                 : job_detail::RowKind::Rank);
+    if (std::find(names.begin(), names.end(), name) == names.end()) {
+      std::string list;
+      for (const auto& n : names) list += (list.empty() ? "" : ", ") + n;
+      fail(file_, node, key, "unknown metric '" + name + "'; expected one of " + list);
+    }
+  }
+
+  Operand operand(const std::string& text, const YAML::Node& node, const std::string& key) const {
+    Operand o;
+    double value = 0;
+    auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+    if (ec == std::errc() && end == text.data() + text.size()) {
+      o.literal = value;
+      return o;
+    }
+    for (size_t t = 0; t < thresholds_->size(); ++t) {
+      if ((*thresholds_)[t].name == text) {
+        o.threshold = static_cast<int>(t);
+        return o;
+      }
+    }
+    check_metric(text, node, key);
+    o.is_metric = true;
+    o.metric = text;
+    return o;
+  }
+
+  Condition condition(const YAML::Node& node, const std::string& key) const {
+    Condition c;
+    if (node.IsMap()) {
+      if (node.size() != 1) fail(file_, node, key, "expected one of all, any, not");
+      const std::string kind = node.begin()->first.Scalar();
+      const YAML::Node value = node.begin()->second;
+      if (kind == "not") {
+        c.kind = Condition::Kind::Not;
+        c.children.push_back(condition(value, key + ".not"));
+        return c;
+      }
+      if (kind != "all" && kind != "any") fail(file_, node, key, "expected all, any or not, got '" + kind + "'");
+      c.kind = kind == "all" ? Condition::Kind::All : Condition::Kind::Any;
+      if (!value.IsSequence() || value.size() == 0) fail(file_, value, key + "." + kind, "expected a non-empty list");
+      for (const auto& item : value) c.children.push_back(condition(item, key + "." + kind));
+      return c;
+    }
+    if (!node.IsScalar()) fail(file_, node, key, "expected a comparison like 'metric >= threshold'");
+    std::istringstream words(node.Scalar());
+    std::string left, op, right, extra;
+    words >> left >> op >> right;
+    if (left.empty() || op.empty() || right.empty() || (words >> extra)) {
+      fail(file_, node, key, "expected 'METRIC OP VALUE' with OP one of < <= > >= == !=, got '" + node.Scalar() + "'");
+    }
+    static const std::pair<const char*, Op> ops[] = {{"<", Op::Lt}, {"<=", Op::Le}, {">", Op::Gt},
+                                                     {">=", Op::Ge}, {"==", Op::Eq}, {"!=", Op::Ne}};
+    bool found = false;
+    for (const auto& [text, value] : ops) {
+      if (op == text) {
+        c.op = value;
+        found = true;
+      }
+    }
+    if (!found) fail(file_, node, key, "unknown comparison '" + op + "'");
+    c.left = operand(left, node, key);
+    c.right = operand(right, node, key);
+    return c;
+  }
+
+  std::vector<TemplatePart> message(const std::string& text, const YAML::Node& node) const {
+    std::vector<TemplatePart> parts;
+    size_t pos = 0;
+    while (pos < text.size()) {
+      size_t open = text.find('{', pos);
+      if (open == std::string::npos) {
+        parts.push_back({text.substr(pos), ""});
+        break;
+      }
+      size_t close = text.find('}', open);
+      if (close == std::string::npos) fail(file_, node, "message", "a '{' without its '}'");
+      if (open > pos) parts.push_back({text.substr(pos, open - pos), ""});
+      std::string name = text.substr(open + 1, close - open - 1);
+      if (name != "ranks" && name != "rank_list" && name != "cause" && name != "type") {
+        check_metric(name, node, "message");
+      }
+      parts.push_back({"", name});
+      pos = close + 1;
+    }
+    return parts;
+  }
+
+  void tests(JobRuleSetImpl::Rule& rule) const {
+    const YAML::Node node = root_["tests"];
+    if (!node) return;
+    if (!node.IsSequence()) fail(file_, node, "tests", "expected a list of {traces, findings}");
+    const fs::path base = fs::path(file_).parent_path();
+    for (const auto& item : node) {
+      JobRuleTest test;
+      if (!item.IsMap() || !item["traces"] || !item["findings"]) {
+        fail(file_, item, "tests", "expected {traces: [DIR or FILES], findings: COUNT}");
+      }
+      for (const auto& trace : strings_of(file_, item["traces"], "tests.traces")) {
+        test.traces.push_back((base / trace).lexically_normal().string());
+      }
+      const double count = number_of(file_, item["findings"], "tests.findings");
+      if (count < 0 || count != std::floor(count)) fail(file_, item["findings"], "tests.findings", "expected a count");
+      test.findings = static_cast<size_t>(count);
+      if (auto ranks = item["ranks"]) {
+        for (const auto& r : ranks) test.ranks.push_back(static_cast<int>(number_of(file_, r, "tests.ranks")));
+      }
+      if (auto contains = item["message_contains"]) test.message_contains = text_of(file_, contains, "tests.message_contains");
+      if (auto numbers = item["numbers"]) {
+        for (auto it = numbers.begin(); it != numbers.end(); ++it) {
+          test.numbers.emplace_back(it->first.Scalar(), number_of(file_, it->second, "tests.numbers"));
+        }
+      }
+      if (auto overrides = item["thresholds"]) {
+        for (auto it = overrides.begin(); it != overrides.end(); ++it) {
+          test.thresholds[it->first.Scalar()] = number_of(file_, it->second, "tests.thresholds");
+        }
+      }
+      for (auto field = item.begin(); field != item.end(); ++field) {
+        const YAML::Node name = field->first;
+        const std::string key = name.Scalar();
+        if (key != "traces" && key != "findings" && key != "ranks" && key != "message_contains" && key != "numbers" &&
+            key != "thresholds") {
+          fail(file_, name, "tests." + key, "unknown key; expected traces, findings, ranks, message_contains, numbers, thresholds");
+        }
+      }
+      rule.tests.push_back(std::move(test));
+    }
+  }
+
+  std::string file_;
+  const YAML::Node& root_;
+  Over over_ = Over::Job;
+  const std::vector<ThresholdInfo>* thresholds_ = nullptr;
+};
+
+void add_rule(JobRuleSetImpl& set, std::string_view yaml, const std::string& file) {
+  YAML::Node root;
+  try {
+    root = YAML::Load(std::string(yaml));
+  } catch (const YAML::Exception& error) {
+    std::ostringstream out;
+    out << file << ':' << error.mark.line + 1 << ':' << error.mark.column + 1 << ": " << error.msg;
+    throw Failure{out.str()};
+  }
+  RuleInfo info;
+  JobRuleSetImpl::Rule rule;
+  Compiler(file, root).compile(info, rule);
+  for (const auto& other : set.infos) {
+    if (other.id == info.id || other.name == info.name) {
+      throw Failure{file + ": id: " + info.id + " / " + info.name + " is already used by " + other.file};
+    }
+  }
+  set.infos.push_back(std::move(info));
+  set.rules.push_back(std::move(rule));
+}
+
+bool compare(double a, Op op, double b) {
+  switch (op) {
+    case Op::Lt:
+      return a < b;
+    case Op::Le:
+      return a <= b;
+    case Op::Gt:
+      return a > b;
+    case Op::Ge:
+      return a >= b;
+    case Op::Eq:
+      return a == b;
+    case Op::Ne:
+      return a != b;
+  }
+  return false;
+}
+
+double value_of(const Operand& o, const job_detail::Row& row, const std::vector<double>& thresholds) {
+  if (o.threshold >= 0) return thresholds[static_cast<size_t>(o.threshold)];
+  if (!o.is_metric) return o.literal;
+  auto it = row.values.find(o.metric);
+  return it == row.values.end() ? std::nan("") : it->second;
+}
+
+bool holds(const Condition& c, const job_detail::Row& row, const std::vector<double>& thresholds) {
+  switch (c.kind) {
+    case Condition::Kind::All:
+      return std::all_of(c.children.begin(), c.children.end(), [&](const Condition& x) { return holds(x, row, thresholds); });
+    case Condition::Kind::Any:
+      return std::any_of(c.children.begin(), c.children.end(), [&](const Condition& x) { return holds(x, row, thresholds); });
+    case Condition::Kind::Not:
+      return !holds(c.children.front(), row, thresholds);
+    case Condition::Kind::Compare:
+      break;
+  }
+  const double a = value_of(c.left, row, thresholds), b = value_of(c.right, row, thresholds);
+  if (std::isnan(a) || std::isnan(b)) return false;  // a metric the job cannot measure never fires
+  return compare(a, c.op, b);
+}
+
+std::string format_number(double value) {
+  char buffer[64];
+  const double magnitude = std::fabs(value);
+  if (value == std::floor(value) && magnitude < 1e15) {
+    std::snprintf(buffer, sizeof buffer, "%.0f", value);  // ranks, counts
+    return buffer;
+  }
+  const int decimals = magnitude >= 100 ? 0 : magnitude >= 10 ? 1 : magnitude >= 1 ? 2 : 3;
+  std::snprintf(buffer, sizeof buffer, "%.*f", decimals, value);
+  return buffer;
+}
+
+std::string rank_list(const std::vector<int>& ranks, size_t job_ranks) {
+  if (ranks.size() == job_ranks && job_ranks > 1) return "all " + std::to_string(job_ranks) + " ranks";
+  std::string out = ranks.size() == 1 ? "rank " : "ranks ";
+  for (size_t i = 0; i < ranks.size(); ++i) {
+    if (i == 8 && ranks.size() > 10) {
+      out += ", … (" + std::to_string(ranks.size()) + " ranks)";
+      break;
+    }
+    out += (i ? ", " : "") + std::to_string(ranks[i]);
+  }
+  return out;
+}
+
+}  // namespace
+
+JobRuleSet::JobRuleSet() : impl_(std::make_unique<JobRuleSetImpl>()) {}
+JobRuleSet::~JobRuleSet() = default;
+JobRuleSet::JobRuleSet(JobRuleSet&&) noexcept = default;
+JobRuleSet& JobRuleSet::operator=(JobRuleSet&&) noexcept = default;
+const std::vector<RuleInfo>& JobRuleSet::infos() const { return impl_->infos; }
+const RuleInfo* JobRuleSet::find(std::string_view id_or_name) const {
+  auto lower = [](std::string_view s) {
+    std::string out(s);
+    for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    return out;
+  };
+  for (const auto& info : impl_->infos) {
+    if (lower(info.id) == lower(id_or_name) || lower(info.name) == lower(id_or_name)) return &info;
+  }
+  return nullptr;
+}
+
+const std::vector<JobRuleTest>& job_rule_tests(const JobRuleSet& rules, size_t index) {
+  return rules.impl().rules.at(index).tests;
+}
+
+std::variant<JobRuleSet, JobRuleError> load_job_rule_text(std::string_view yaml, const std::string& file) {
+  JobRuleSet set;
+  try {
+    add_rule(set.impl(), yaml, file);
+  } catch (const Failure& failure) {
+    return JobRuleError{failure.message};
+  } catch (const YAML::Exception& error) {
+    return JobRuleError{file + ": " + error.msg};
+  }
+  return set;
+}
+
+std::variant<JobRuleSet, JobRuleError> load_job_rules(const std::vector<std::string>& directories) {
+  JobRuleSet set;
+  for (const auto& directory : directories) {
+    std::error_code ec;
+    if (!fs::is_directory(directory, ec)) return JobRuleError{directory + ": not a rule directory"};
+    std::vector<fs::path> files;
+    for (fs::recursive_directory_iterator it(directory, fs::directory_options::follow_directory_symlink, ec), end;
+         !ec && it != end; it.increment(ec)) {
+      if (it->is_regular_file(ec) && (it->path().extension() == ".yaml" || it->path().extension() == ".yml")) {
+        files.push_back(it->path());
+      }
+    }
+    if (ec) return JobRuleError{directory + ": cannot list rule files: " + ec.message()};
+    std::sort(files.begin(), files.end());
+    for (const auto& path : files) {
+      std::ifstream in(path, std::ios::binary);
+      std::ostringstream content;
+      content << in.rdbuf();
+      if (!in) return JobRuleError{path.string() + ": cannot read the rule file"};
+      if (!is_job_rule(content.str())) continue;
+      try {
+        add_rule(set.impl(), content.str(), path.string());
+      } catch (const Failure& failure) {
+        return JobRuleError{failure.message};
+      } catch (const YAML::Exception& error) {
+        return JobRuleError{path.string() + ": " + error.msg};
+      }
+    }
+  }
+  return set;
+}
+
+std::vector<Finding> evaluate_job(const JobRuleSet& rules, const JobAnalysis& job,
+                                  const std::vector<const RankDigest*>& ranks,
+                                  const std::map<std::string, std::map<std::string, double>>& overrides,
+                                  const std::vector<std::string>& skip) {
+  std::vector<Finding> findings;
+  const JobRuleSetImpl& set = rules.impl();
+  for (size_t r = 0; r < set.rules.size(); ++r) {
+    const RuleInfo& info = set.infos[r];
+    const auto& rule = set.rules[r];
+    if (std::find(skip.begin(), skip.end(), info.id) != skip.end()) continue;
+    std::vector<double> thresholds;
+    auto override_it = overrides.find(info.id);
+    for (const auto& t : rule.thresholds) {
+      double value = t.value;
+      if (override_it != overrides.end()) {
+        auto v = override_it->second.find(t.name);
+        if (v != override_it->second.end()) value = v->second;
+      }
+      thresholds.push_back(value);
+    }
+    const auto kind = rule.over == Over::Job              ? job_detail::RowKind::Job
+                      : rule.over == Over::CollectiveType ? job_detail::RowKind::CollectiveType
+                                                          : job_detail::RowKind::Rank;
+    std::vector<job_detail::Row> rows = job_detail::rows(kind, job, ranks);
+    std::vector<job_detail::Row> firing;
+    for (auto& row : rows) {
+      if (holds(rule.when, row, thresholds)) firing.push_back(std::move(row));
+    }
+    if (firing.empty()) continue;
+    if (rule.over == Over::Ranks) firing = {job_detail::fold_rows(firing)};
+    for (const auto& row : firing) {
+      Finding f;
+      f.rule_id = info.id;
+      f.rule_name = info.name;
+      f.severity = info.severity;
+      f.tags = info.tags;
+      f.fix = info.fix;
+      f.ranks = row.ranks;
+      f.site.op = row.site;
+      f.site.detail = rank_list(row.ranks, job.ranks.size());
+      for (const auto& part : rule.message) {
+        if (part.placeholder.empty()) {
+          f.message += part.literal;
+        } else if (part.placeholder == "ranks") {
+          f.message += rank_list(row.ranks, job.ranks.size());
+        } else if (part.placeholder == "rank_list") {
+          std::string list;
+          for (int rank : row.ranks) list += (list.empty() ? "" : ", ") + std::to_string(rank);
+          f.message += list;
+        } else if (part.placeholder == "cause" || part.placeholder == "type") {
+          auto it = row.texts.find(part.placeholder);
+          f.message += it == row.texts.end() ? "unknown" : it->second;
+        } else {
+          auto it = row.values.find(part.placeholder);
+          f.message += it == row.values.end() ? "?" : format_number(it->second);
+        }
+      }
+      while (!f.message.empty() && (f.message.back() == '\n' || f.message.back() == ' ')) f.message.pop_back();
+      auto saving = row.values.find(rule.saving_metric);
+      f.saving_ms_per_step = saving == row.values.end() || std::isnan(saving->second) ? 0 : std::max(saving->second, 0.0);
+      f.saving_pct = job.step_ms > 0 ? 100.0 * f.saving_ms_per_step / job.step_ms : 0;
+      f.time_ms_per_step = f.saving_ms_per_step;
+      f.steps_present_pct = 100;
+      f.saving_method = info.saving_method;
+      f.confidence = rule.confidence;
+      f.trace_path = job.name;
+      findings.push_back(std::move(f));
+    }
+  }
+  return findings;
+}
+
+}  // namespace ptadvise

@@ -1,0 +1,485 @@
+// make_digest(): one analysed rank reduced to what the job analysis needs — its collectives with their
+// sizes and what preceded them, and per-step compute, communication, exposed communication and waits.
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <map>
+
+#include "intervals.h"
+#include "ptadvise/job.h"
+
+namespace ptadvise {
+
+namespace {
+
+using job_detail::covered;
+using job_detail::merge;
+using job_detail::uncovered;
+
+constexpr double kNsPerMs = 1e6;
+
+int64_t dtype_bytes(std::string_view dtype) {
+  std::string t;
+  for (char c : dtype) t += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  if (t.find("float8") != std::string::npos || t.find("int8") != std::string::npos || t == "byte" || t == "char" ||
+      t == "bool" || t == "unsigned char" || t == "signed char" || t == "uint8") {
+    return 1;
+  }
+  if (t == "half" || t == "bfloat16" || t == "float16" || t == "short" || t == "int16" || t == "c10::half" ||
+      t == "c10::bfloat16") {
+    return 2;
+  }
+  if (t == "double" || t == "long" || t == "int64" || t == "long int" || t == "complexfloat" || t == "float64") return 8;
+  if (t == "float" || t == "int" || t == "int32" || t == "float32") return 4;
+  return 0;
+}
+
+// Number of elements of the first tensor of an `Input Dims` value like [[19618307], [], ...].
+int64_t first_tensor_elements(std::string_view dims) {
+  size_t open = dims.find('[', dims.find('[') + 1);
+  if (open == std::string_view::npos) return 0;
+  size_t close = dims.find(']', open);
+  if (close == std::string_view::npos || close == open + 1) return 0;
+  int64_t product = 1;
+  std::string_view inner = dims.substr(open + 1, close - open - 1);
+  size_t pos = 0;
+  while (pos < inner.size()) {
+    size_t comma = inner.find(',', pos);
+    std::string_view item = inner.substr(pos, comma == std::string_view::npos ? std::string_view::npos : comma - pos);
+    int64_t value = 0;
+    bool digits = false;
+    for (char c : item) {
+      if (c >= '0' && c <= '9') {
+        value = value * 10 + (c - '0');
+        digits = true;
+        if (value > (int64_t{1} << 40)) return 0;
+      }
+    }
+    if (!digits) return 0;
+    product *= value;
+    if (product > (int64_t{1} << 50)) return 0;
+    if (comma == std::string_view::npos) break;
+    pos = comma + 1;
+  }
+  return product;
+}
+
+// The first string of an `Input type` value like ["float", ...].
+std::string first_type(std::string_view types) {
+  size_t q = types.find('"');
+  if (q == std::string_view::npos) return {};
+  size_t e = types.find('"', q + 1);
+  if (e == std::string_view::npos) return {};
+  return std::string(types.substr(q + 1, e - q - 1));
+}
+
+struct Metadata {
+  std::optional<CollectiveType> type;
+  std::string group;
+  int64_t seq = -1;
+  int64_t in_bytes = 0, out_bytes = 0;
+  int32_t group_size = 0;
+};
+
+// Reads the collective's description from one event's args (kernel args in newer traces, record_param_comms
+// and nccl:* records on the host) into `meta`, keeping what is already known.
+void read_metadata(const Timeline& timeline, EventIndex e, Metadata& meta) {
+  if (timeline.events.args_length[e] == 0) return;
+  if (!meta.type || *meta.type == CollectiveType::Other) {
+    if (auto name = timeline.arg_string(e, "Collective name"); name && !name->empty()) {
+      meta.type = collective_type_from_text(*name);
+    }
+  }
+  if (meta.group.empty()) {
+    if (auto group = timeline.arg_string(e, "Process Group Name")) meta.group = *group;
+  }
+  if (meta.seq < 0) {
+    if (auto seq = timeline.arg_int(e, "Seq")) meta.seq = *seq;
+    else if (auto seq2 = timeline.arg_int(e, "seq")) meta.seq = *seq2;
+  }
+  if (meta.group_size <= 0) {
+    if (auto size = timeline.arg_int(e, "Group size"); size && *size > 0 && *size < (1 << 24)) {
+      meta.group_size = static_cast<int32_t>(*size);
+    }
+  }
+  if (meta.in_bytes <= 0 && meta.out_bytes <= 0) {
+    int64_t element = 0;
+    if (auto dtype = timeline.arg_string(e, "dtype")) element = dtype_bytes(*dtype);
+    auto in = timeline.arg_int(e, "In msg nelems");
+    auto out = timeline.arg_int(e, "Out msg nelems");
+    if (element > 0 && (in || out)) {
+      meta.in_bytes = std::max<int64_t>(in.value_or(0), 0) * element;
+      meta.out_bytes = std::max<int64_t>(out.value_or(0), 0) * element;
+    } else if (auto dims = timeline.arg_string(e, "Input Dims")) {
+      auto types = timeline.arg_string(e, "Input type");
+      int64_t size = types ? dtype_bytes(first_type(*types)) : 0;
+      meta.in_bytes = first_tensor_elements(*dims) * size;
+    }
+  }
+}
+
+bool is_ddp_forward(std::string_view name) { return name == "DistributedDataParallel.forward"; }
+
+bool is_data_loader(std::string_view name) {
+  return name.starts_with("enumerate(DataLoader)#") && name.find("__next__") != std::string_view::npos;
+}
+
+struct Builder {
+  const Analysis& analysis;
+  const Timeline& timeline;
+  const Events& events;
+  RankDigest& digest;
+  std::vector<uint32_t> steady;          // steady step indices
+  std::vector<Interval> windows;         // their windows, sorted
+  std::vector<int64_t> window_step;      // step number per window
+
+  std::vector<std::optional<CollectiveType>> kernel_comm, host_comm;  // per StringId
+  std::vector<EventIndex> collective_events;
+  std::vector<int64_t> issued;  // per collective event: when the rank issued it (its step and order follow this)
+  std::vector<Interval> comm, compute, copies, loader, host;
+
+  int64_t absolute(int64_t ts) const { return timeline.origin_ns + ts; }
+
+  // Index of the steady window holding `ts`, or -1.
+  int window_of(int64_t ts) const {
+    auto it = std::upper_bound(windows.begin(), windows.end(), ts,
+                               [](int64_t value, const Interval& w) { return value < w.start_ns; });
+    if (it == windows.begin()) return -1;
+    --it;
+    return ts < it->end_ns ? static_cast<int>(it - windows.begin()) : -1;
+  }
+
+  void collect_steps() {
+    for (uint32_t s = 0; s < analysis.steps.size(); ++s) {
+      if (!analysis.is_steady(s) || s >= analysis.step_windows.size()) continue;
+      steady.push_back(s);
+    }
+    std::sort(steady.begin(), steady.end(), [&](uint32_t a, uint32_t b) {
+      return analysis.step_windows[a].start_ns < analysis.step_windows[b].start_ns;
+    });
+    for (uint32_t s : steady) {
+      windows.push_back(analysis.step_windows[s]);
+      window_step.push_back(analysis.steps[s].number);
+    }
+    digest.steady_steps = steady.size();
+  }
+
+  void classify_names() {
+    kernel_comm.resize(timeline.strings.size());
+    host_comm.resize(timeline.strings.size());
+    for (StringId id = 0; id < timeline.strings.size(); ++id) {
+      kernel_comm[id] = communication_kernel(timeline.strings.view(id));
+      host_comm[id] = communication_host_op(timeline.strings.view(id));
+    }
+  }
+
+  bool is_host_comm(EventIndex i) const {
+    return !is_gpu_side(events.kind[i]) && events.kind[i] != EventKind::Runtime && host_comm[events.name[i]].has_value();
+  }
+
+  // The collectives of this rank: communication kernels when the trace has any, else the backend's host
+  // records (gloo:all_reduce on gloo's threads), else the c10d ops that issued them.
+  void select_collectives() {
+    std::vector<EventIndex> kernels, backend, c10d;
+    for (EventIndex i = 0; i < events.size(); ++i) {
+      if (events.kind[i] == EventKind::Kernel) {
+        if (kernel_comm[events.name[i]]) kernels.push_back(i);
+        continue;
+      }
+      if (!is_host_comm(i)) continue;
+      std::string_view name = timeline.name(i);
+      if (name.starts_with("c10d::")) {
+        c10d.push_back(i);
+      } else if (name != "record_param_comms" && events.kind[i] == EventKind::CpuOp) {
+        backend.push_back(i);  // gloo:all_reduce is a CPU op; nccl:all_reduce is an annotation around a launch
+      }
+    }
+    digest.has_gpu = !analysis.devices.empty();
+    auto by_start = [&](EventIndex a, EventIndex b) { return events.ts_ns[a] < events.ts_ns[b]; };
+    std::sort(c10d.begin(), c10d.end(), by_start);
+    if (!kernels.empty()) {
+      collective_events = std::move(kernels);
+    } else if (!backend.empty()) {
+      collective_events = std::move(backend);
+    } else {
+      collective_events = std::move(c10d);
+      c10d.clear();
+    }
+    std::sort(collective_events.begin(), collective_events.end(), by_start);
+    // A collective belongs to the step that issued it: a kernel to its launch, a backend record (gloo's
+    // worker thread) to the c10d call that queued it — the k-th c10d call of its type queued the k-th record.
+    std::map<CollectiveType, std::vector<int64_t>> queued;
+    for (EventIndex c : c10d) queued[host_comm[events.name[c]].value_or(CollectiveType::Other)].push_back(events.ts_ns[c]);
+    std::map<CollectiveType, size_t> taken;
+    for (EventIndex i : collective_events) {
+      int64_t when = events.ts_ns[i];
+      if (events.kind[i] == EventKind::Kernel) {
+        if (events.launch[i] != kNone) when = std::min(when, events.ts_ns[events.launch[i]]);
+      } else if (!timeline.name(i).starts_with("c10d::")) {
+        const auto type = host_comm[events.name[i]].value_or(CollectiveType::Other);
+        auto it = queued.find(type);
+        const size_t k = taken[type]++;
+        if (it != queued.end() && k < it->second.size() && it->second[k] <= when) when = it->second[k];
+      }
+      issued.push_back(when);
+    }
+    std::vector<size_t> order(collective_events.size());
+    for (size_t k = 0; k < order.size(); ++k) order[k] = k;
+    std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return issued[a] < issued[b]; });
+    std::vector<EventIndex> sorted_events;
+    std::vector<int64_t> sorted_issued;
+    for (size_t k : order) {
+      sorted_events.push_back(collective_events[k]);
+      sorted_issued.push_back(issued[k]);
+    }
+    collective_events = std::move(sorted_events);
+    issued = std::move(sorted_issued);
+  }
+
+  Metadata metadata_of(EventIndex i) const {
+    Metadata meta;
+    if (events.kind[i] == EventKind::Kernel) {
+      auto type = kernel_comm[events.name[i]];
+      if (type && *type != CollectiveType::Other) meta.type = type;
+      read_metadata(timeline, i, meta);
+    } else {
+      meta.type = host_comm[events.name[i]];
+      read_metadata(timeline, i, meta);
+    }
+    // The host records around it: record_param_comms, nccl:all_reduce, c10d::allreduce_.
+    EventIndex record = events.kind[i] == EventKind::Kernel ? analysis.cpu_op_of(i) : events.parent[i];
+    if (events.kind[i] == EventKind::Kernel && events.launch[i] != kNone) record = events.launch[i];
+    for (int depth = 0; record != kNone && depth < 8; ++depth, record = events.parent[record]) {
+      if (!host_comm[events.name[record]]) continue;
+      // The host record names the collective; the kernel only its implementation (NCCL runs all-to-all, and in
+      // some builds all-reduce, as SendRecv kernels; ncclDevKernel_Generic runs them all).
+      auto type = host_comm[events.name[record]];
+      if (type && *type != CollectiveType::Other) meta.type = type;
+      read_metadata(timeline, record, meta);
+    }
+    return meta;
+  }
+
+  void build_intervals() {
+    const bool device = !analysis.devices.empty();
+    std::vector<uint8_t> collective_track(timeline.tracks.size(), 0);
+    for (EventIndex i : collective_events) collective_track[events.track[i]] = 1;
+    for (EventIndex i = 0; i < events.size(); ++i) {
+      const EventKind kind = events.kind[i];
+      const Interval interval{events.ts_ns[i], events.end_ns(i)};
+      if (kind == EventKind::Kernel) {
+        if (!kernel_comm[events.name[i]]) compute.push_back(interval);
+      } else if (kind == EventKind::Memcpy || kind == EventKind::Memset) {
+        copies.push_back(interval);
+      } else if (kind == EventKind::CpuOp || kind == EventKind::UserAnnotation) {
+        std::string_view name = timeline.name(i);
+        if (is_data_loader(name)) {
+          loader.push_back(interval);
+          continue;
+        }
+        if (kind != EventKind::CpuOp || name.starts_with("ProfilerStep#")) continue;
+        if (events.track[i] == analysis.main_track && events.parent[i] != kNone &&
+            timeline.name(events.parent[i]).starts_with("ProfilerStep#")) {
+          host.push_back(interval);
+        }
+        // Host-only traces: the CPU ops outside communication are the compute (outermost aten ops).
+        if (!device && !collective_track[events.track[i]] && name.starts_with("aten::") && !host_comm[events.name[i]]) {
+          bool outermost = true;
+          for (EventIndex p = events.parent[i]; p != kNone; p = events.parent[p]) {
+            std::string_view parent = timeline.name(p);
+            if (parent.starts_with("aten::") || host_comm[events.name[p]]) {
+              outermost = false;
+              break;
+            }
+          }
+          if (outermost) compute.push_back(interval);
+        }
+      }
+    }
+    for (EventIndex i : collective_events) comm.push_back({events.ts_ns[i], events.end_ns(i)});
+    merge(comm);
+    merge(compute);
+    merge(copies);
+    merge(loader);
+    merge(host);
+  }
+
+  void per_step_figures() {
+    const double steps = static_cast<double>(std::max<size_t>(steady.size(), 1));
+    const double devices = static_cast<double>(std::max<size_t>(analysis.devices.size(), 1));
+    int64_t comm_ns = 0, exposed_ns = 0, compute_ns = 0, loader_ns = 0, period_ns = 0;
+    for (size_t w = 0; w < windows.size(); ++w) {
+      const Interval& window = windows[w];
+      comm_ns += covered(comm, window.start_ns, window.end_ns);
+      exposed_ns += uncovered(comm, compute, window.start_ns, window.end_ns);
+      compute_ns += covered(compute, window.start_ns, window.end_ns);
+      loader_ns += covered(loader, window.start_ns, window.end_ns);
+      period_ns += analysis.steps[steady[w]].period_ns;
+    }
+    digest.step_ms = steady.empty() ? 0 : static_cast<double>(period_ns) / steps / kNsPerMs;
+    // Several devices in one trace: their union counts once per device, so divide by the devices.
+    digest.communication_ms = static_cast<double>(comm_ns) / steps / kNsPerMs;
+    digest.exposed_comm_ms = static_cast<double>(exposed_ns) / steps / kNsPerMs;
+    digest.compute_ms = static_cast<double>(compute_ns) / steps / kNsPerMs;
+    digest.overlap_pct = comm_ns > 0 ? 100.0 * static_cast<double>(comm_ns - exposed_ns) / static_cast<double>(comm_ns) : 0;
+    if (!analysis.devices.empty()) {
+      int64_t idle = 0;
+      for (const IdleGap& gap : analysis.idle) {
+        if (gap.step == kNone || !analysis.is_steady(gap.step)) continue;
+        idle += gap.duration_ns();
+      }
+      int64_t loader_idle = 0;
+      for (const IdleGap& gap : analysis.idle) {
+        if (gap.step != kNone && analysis.is_steady(gap.step) && gap.cause == IdleCause::DataLoader) {
+          loader_idle += gap.duration_ns();
+        }
+      }
+      digest.idle_ms = static_cast<double>(idle) / steps / devices / kNsPerMs;
+      digest.data_loader_ms = static_cast<double>(loader_idle) / steps / devices / kNsPerMs;
+    } else {
+      digest.data_loader_ms = static_cast<double>(loader_ns) / steps / kNsPerMs;
+    }
+  }
+
+  void collectives() {
+    std::map<std::pair<int64_t, std::string>, uint32_t> next_order;
+    int64_t previous_end = std::numeric_limits<int64_t>::min();
+    std::map<CollectiveType, CollectiveTypeStats> stats;
+    std::map<CollectiveType, std::pair<int64_t, int64_t>> sized;  // bytes, ns of collectives with a size
+    for (size_t k = 0; k < collective_events.size(); ++k) {
+      const EventIndex i = collective_events[k];
+      const int w = window_of(issued[k]);
+      if (w < 0) continue;
+      Metadata meta = metadata_of(i);
+      CollectiveCall call;
+      call.type = meta.type.value_or(CollectiveType::Other);
+      call.group = meta.group;
+      call.seq = meta.seq;
+      call.step = window_step[static_cast<size_t>(w)];
+      call.order = next_order[{call.step, call.group + '\x1f' + std::string(to_string(call.type))}]++;
+      call.start_ns = absolute(events.ts_ns[i]);
+      call.end_ns = absolute(events.end_ns(i));
+      call.group_size = meta.group_size;
+      int64_t bytes = std::max(meta.in_bytes, meta.out_bytes);
+      if (call.type == CollectiveType::AllGather && meta.out_bytes == 0 && meta.group_size > 1) {
+        bytes = meta.in_bytes * meta.group_size;  // only the shard is known: the gathered size is n shards
+      }
+      call.bytes = bytes;
+      call.on_device = events.kind[i] == EventKind::Kernel;
+      const int64_t from = std::max(previous_end, windows[static_cast<size_t>(w)].start_ns);
+      const int64_t to = std::max(issued[k], events.ts_ns[i]);
+      if (to > from) {
+        call.before_ns = to - from;
+        call.before_compute_ns = covered(compute, from, to);
+        call.before_data_loader_ns = covered(loader, from, to);
+        call.before_copy_ns = covered(copies, from, to);
+        call.before_host_ns = covered(host, from, to);
+      }
+      previous_end = std::max(previous_end, events.end_ns(i));
+      CollectiveTypeStats& s = stats[call.type];
+      s.type = call.type;
+      s.count_per_step += 1;
+      s.ms_per_step += static_cast<double>(events.dur_ns[i]) / kNsPerMs;
+      s.group_size = std::max(s.group_size, call.group_size);
+      if (call.bytes > 0 && events.dur_ns[i] > 0) {
+        s.bytes_per_step += static_cast<double>(call.bytes);
+        sized[call.type].first += call.bytes;
+        sized[call.type].second += events.dur_ns[i];
+      }
+      digest.collectives.push_back(std::move(call));
+    }
+    const double steps = static_cast<double>(std::max<size_t>(steady.size(), 1));
+    for (auto& [type, s] : stats) {
+      s.count_per_step /= steps;
+      s.ms_per_step /= steps;
+      s.bytes_per_step /= steps;
+      auto it = sized.find(type);
+      if (it != sized.end() && it->second.second > 0) {
+        s.algbw_gbps = static_cast<double>(it->second.first) / static_cast<double>(it->second.second);  // B/ns = GB/s
+        int ranks = s.group_size > 0 ? s.group_size : digest.world_size;
+        s.busbw_gbps = s.algbw_gbps * bus_bandwidth_factor(type, ranks);
+      }
+      digest.by_type.push_back(s);
+    }
+    std::sort(digest.by_type.begin(), digest.by_type.end(),
+              [](const CollectiveTypeStats& a, const CollectiveTypeStats& b) { return a.ms_per_step > b.ms_per_step; });
+  }
+
+  // DDP patterns: forwards per step, how many of them are followed by gradient all-reduces before the next
+  // one (every micro-step reduces: no no_sync), buffer broadcasts inside the forward (broadcast_buffers).
+  void ddp_patterns() {
+    std::vector<Interval> forwards;
+    std::vector<int64_t> reduces, broadcasts;
+    for (EventIndex i = 0; i < events.size(); ++i) {
+      if (is_gpu_side(events.kind[i])) continue;
+      std::string_view name = timeline.name(i);
+      if (is_ddp_forward(name)) {
+        forwards.push_back({events.ts_ns[i], events.end_ns(i)});
+        continue;
+      }
+      if (!is_host_comm(i) || !name.starts_with("c10d::")) continue;
+      const auto type = host_comm[events.name[i]];
+      if (type == CollectiveType::AllReduce) reduces.push_back(events.ts_ns[i]);
+      if (type == CollectiveType::Broadcast) {
+        for (EventIndex p = events.parent[i]; p != kNone; p = events.parent[p]) {
+          if (is_ddp_forward(timeline.name(p))) {
+            broadcasts.push_back(events.ts_ns[i]);
+            break;
+          }
+        }
+      }
+    }
+    std::sort(forwards.begin(), forwards.end(), [](const Interval& a, const Interval& b) { return a.start_ns < b.start_ns; });
+    std::sort(reduces.begin(), reduces.end());
+    size_t forward_count = 0, rounds = 0, broadcast_count = 0;
+    for (size_t f = 0; f < forwards.size(); ++f) {
+      const int w = window_of(forwards[f].start_ns);
+      if (w < 0) continue;
+      ++forward_count;
+      const int64_t until = f + 1 < forwards.size() ? forwards[f + 1].start_ns : windows[static_cast<size_t>(w)].end_ns;
+      auto it = std::lower_bound(reduces.begin(), reduces.end(), forwards[f].end_ns);
+      if (it != reduces.end() && *it < until) ++rounds;
+    }
+    for (int64_t ts : broadcasts) {
+      if (window_of(ts) >= 0) ++broadcast_count;
+    }
+    const double steps = static_cast<double>(std::max<size_t>(steady.size(), 1));
+    digest.forwards_per_step = static_cast<double>(forward_count) / steps;
+    digest.reduce_rounds_per_step = static_cast<double>(rounds) / steps;
+    digest.buffer_broadcasts_per_step = static_cast<double>(broadcast_count) / steps;
+  }
+};
+
+}  // namespace
+
+RankDigest make_digest(const Analysis& analysis, std::vector<Finding> findings) {
+  const Timeline& timeline = *analysis.timeline;
+  RankDigest digest;
+  digest.path = timeline.path;
+  digest.rank = timeline.rank;
+  digest.rank_from_trace = timeline.rank_from_trace;
+  digest.world_size = timeline.world_size;
+  digest.backend = timeline.backend;
+  for (int32_t id : analysis.devices) {
+    const DeviceInfo* device = timeline.device(id);
+    if (device && !device->name.empty()) {
+      digest.device = device->name;
+      break;
+    }
+  }
+  digest.step_count = analysis.steps.size();
+  digest.step_note = analysis.step_note;
+  digest.warnings = timeline.stats.warnings;
+  digest.findings = std::move(findings);
+  Builder builder{analysis, timeline, timeline.events, digest, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}};
+  builder.collect_steps();
+  builder.classify_names();
+  builder.select_collectives();
+  builder.build_intervals();
+  builder.per_step_figures();
+  builder.collectives();
+  builder.ddp_patterns();
+  return digest;
+}
+
+}  // namespace ptadvise

@@ -1,0 +1,333 @@
+// job/: collective names, per-rank digests with exact numbers on hand-built ranks, alignment across ranks,
+// digest round trips and errors, the job rules' fixtures, and the shared multi-rank traces.
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <set>
+#include <sstream>
+#include <string>
+
+#include "ptadvise/job.h"
+#include "ptadvise/loader.h"
+#include "ptadvise/rules.h"
+
+namespace {
+
+using ptadvise::CollectiveType;
+
+const std::string kRulesDir = PTADVISE_SOURCE_DIR "/rules.d";
+const std::string kSkewed = PTADVISE_SOURCE_DIR "/testdata/job/skewed";
+const std::string kShared = PTADVISE_SHARED_DIR "/traces/";
+
+ptadvise::RankDigest digest_of(const std::string& path) {
+  auto loaded = ptadvise::load_trace_file(path);
+  if (auto* error = std::get_if<ptadvise::LoadError>(&loaded)) FAIL(error->message);
+  ptadvise::Timeline timeline = std::move(std::get<ptadvise::Timeline>(loaded));
+  if (!timeline.rank) timeline.rank = ptadvise::rank_from_file_name(std::filesystem::path(path).filename().string());
+  ptadvise::Analysis analysis = ptadvise::analyze(timeline);
+  return ptadvise::make_digest(analysis, {});
+}
+
+std::vector<ptadvise::RankDigest> digests_of(const std::vector<std::string>& inputs) {
+  std::vector<ptadvise::RankDigest> digests;
+  for (const auto& input : inputs) {
+    std::string error;
+    for (const auto& file : ptadvise::find_trace_files(input, error)) digests.push_back(digest_of(file));
+    if (!error.empty()) FAIL(error);
+  }
+  return digests;
+}
+
+std::vector<const ptadvise::RankDigest*> pointers(const std::vector<ptadvise::RankDigest>& digests) {
+  std::vector<const ptadvise::RankDigest*> out;
+  for (const auto& d : digests) out.push_back(&d);
+  return out;
+}
+
+ptadvise::JobRuleSet job_rules() {
+  auto loaded = ptadvise::load_job_rules({kRulesDir});
+  if (auto* error = std::get_if<ptadvise::JobRuleError>(&loaded)) FAIL(error->message);
+  return std::move(std::get<ptadvise::JobRuleSet>(loaded));
+}
+
+}  // namespace
+
+TEST_CASE("job: communication kernels and host records of every era are recognised") {
+  using ptadvise::communication_host_op;
+  using ptadvise::communication_kernel;
+  CHECK(communication_kernel("ncclKernel_AllReduce_RING_LL_Sum_float(ncclDevComm*, unsigned long, ncclWork*)") ==
+        CollectiveType::AllReduce);
+  CHECK(communication_kernel("void ncclDevKernel_AllGather_RING_LL(ncclDevKernelArgsStorage<4096ul>)") ==
+        CollectiveType::AllGather);
+  CHECK(communication_kernel("ncclDevKernel_ReduceScatter_Sum_bf16_RING_LL") == CollectiveType::ReduceScatter);
+  CHECK(communication_kernel("ncclDevKernel_Generic") == CollectiveType::Other);
+  CHECK(communication_kernel("ncclKernel_SendRecv_RING_SIMPLE_Sum_int8_t(ncclDevComm*, unsigned long, ncclWork*)") ==
+        CollectiveType::SendRecv);
+  CHECK(communication_kernel("ncclAllReduceRingLLKernel_sum_f32(ncclColl)") == CollectiveType::AllReduce);
+  CHECK(communication_kernel("void deep_ep::intranode::dispatch<8, 768>(int4*, float*)") == CollectiveType::AllToAll);
+  CHECK_FALSE(communication_kernel("ampere_sgemm_128x64_nn").has_value());
+  CHECK_FALSE(communication_kernel("void at::native::vectorized_elementwise_kernel<4>").has_value());
+  CHECK(communication_host_op("gloo:all_reduce") == CollectiveType::AllReduce);
+  CHECK(communication_host_op("nccl:_all_gather_base") == CollectiveType::AllGather);
+  CHECK(communication_host_op("nccl:all_to_all") == CollectiveType::AllToAll);
+  CHECK(communication_host_op("c10d::alltoall_base_") == CollectiveType::AllToAll);
+  CHECK(communication_host_op("c10d::_reduce_scatter_base_") == CollectiveType::ReduceScatter);
+  CHECK(communication_host_op("c10d::broadcast_") == CollectiveType::Broadcast);
+  CHECK(communication_host_op("c10d::barrier") == CollectiveType::Barrier);
+  CHECK(communication_host_op("record_param_comms") == CollectiveType::Other);
+  CHECK_FALSE(communication_host_op("c10d::wait").has_value());
+  CHECK_FALSE(communication_host_op("aten::add").has_value());
+  CHECK_FALSE(communication_host_op("DistributedDataParallel.forward").has_value());
+}
+
+TEST_CASE("job: nccl-tests bus bandwidth factors") {
+  CHECK(ptadvise::bus_bandwidth_factor(CollectiveType::AllReduce, 8) == doctest::Approx(1.75));
+  CHECK(ptadvise::bus_bandwidth_factor(CollectiveType::AllGather, 8) == doctest::Approx(0.875));
+  CHECK(ptadvise::bus_bandwidth_factor(CollectiveType::ReduceScatter, 4) == doctest::Approx(0.75));
+  CHECK(ptadvise::bus_bandwidth_factor(CollectiveType::AllToAll, 2) == doctest::Approx(0.5));
+  CHECK(ptadvise::bus_bandwidth_factor(CollectiveType::Broadcast, 8) == doctest::Approx(1.0));
+  CHECK(ptadvise::bus_bandwidth_factor(CollectiveType::AllReduce, 1) == doctest::Approx(1.0));
+}
+
+// testdata/make_job_traces.py: 4 steps of 200 ms; compute 10..110 ms; the all-reduce (256 MiB) runs 60..160 on
+// rank 0 and 80..160 on rank 1, whose clock is 5 s ahead.
+TEST_CASE("job: per-rank figures of the hand-built ranks are exact") {
+  auto digests = digests_of({kSkewed});
+  REQUIRE(digests.size() == 2);
+  const auto& r0 = digests[0];
+  const auto& r1 = digests[1];
+  CHECK(r0.rank == 0);
+  CHECK(r0.rank_from_trace);
+  CHECK(r0.world_size == 2);
+  CHECK(r0.backend == "nccl");
+  CHECK(r0.steady_steps == 4);
+  CHECK(r0.step_ms == doctest::Approx(200));
+  CHECK(r0.compute_ms == doctest::Approx(100));
+  CHECK(r0.communication_ms == doctest::Approx(100));
+  CHECK(r0.exposed_comm_ms == doctest::Approx(50));  // 110..160
+  CHECK(r0.overlap_pct == doctest::Approx(50));
+  CHECK(r1.communication_ms == doctest::Approx(80));
+  CHECK(r1.exposed_comm_ms == doctest::Approx(50));
+  CHECK(r1.overlap_pct == doctest::Approx(37.5));
+  REQUIRE(r0.collectives.size() == 4);
+  const auto& call = r0.collectives[0];
+  CHECK(call.type == CollectiveType::AllReduce);
+  CHECK(call.group == "0");
+  CHECK(call.group_size == 2);
+  CHECK(call.bytes == 256LL * 1024 * 1024);
+  CHECK(call.on_device);
+  CHECK(call.step == 1);
+  CHECK(call.before_ns == 60'000'000);          // from the step's start
+  CHECK(call.before_compute_ns == 50'000'000);  // compute from 10 ms on
+  REQUIRE(r0.by_type.size() == 1);
+  CHECK(r0.by_type[0].count_per_step == doctest::Approx(1));
+  CHECK(r0.by_type[0].algbw_gbps == doctest::Approx(268435456.0 / 100e6));
+  CHECK(r0.by_type[0].busbw_gbps == doctest::Approx(268435456.0 / 100e6));  // 2(n-1)/n = 1 for n = 2
+  CHECK(r1.by_type[0].busbw_gbps == doctest::Approx(268435456.0 / 80e6));
+}
+
+TEST_CASE("job: ranks are aligned on collective ends; skew, last rank and waits are exact") {
+  auto digests = digests_of({kSkewed});
+  const auto job = ptadvise::analyze_job(pointers(digests), kSkewed);
+  CHECK(job.aligned_collectives == 4);
+  CHECK(job.unmatched_collectives == 0);
+  CHECK_FALSE(job.by_sequence);
+  CHECK(job.per_rank[1].clock_offset_ms == doctest::Approx(5000));
+  REQUIRE(job.collectives.size() == 4);
+  CHECK(job.collectives[0].skew_ms == doctest::Approx(20));
+  CHECK(job.collectives[0].last_rank == 1);
+  CHECK(job.collectives[0].wait_ms_total == doctest::Approx(20));
+  CHECK(job.per_rank[0].wait_ms == doctest::Approx(20));
+  CHECK(job.per_rank[1].wait_ms == doctest::Approx(0));
+  CHECK(job.per_rank[1].last_pct == doctest::Approx(100));
+  CHECK(job.per_rank[1].late_ms == doctest::Approx(20));
+  CHECK(job.per_rank[1].caused_wait_ms == doctest::Approx(20));
+  CHECK(job.per_rank[1].straggler_steps_pct == doctest::Approx(100));
+  CHECK(job.per_rank[1].late_cause == "compute");  // 70 ms of compute before it arrives, against 50 ms
+  CHECK(job.per_rank[1].late_cause_ms == doctest::Approx(20));
+  CHECK(job.compute_imbalance_pct == doctest::Approx(0));
+}
+
+TEST_CASE("job: a digest survives the round trip; broken digests are refused with one line") {
+  auto digests = digests_of({kSkewed});
+  std::ostringstream text;
+  ptadvise::write_digest(digests[1], text);
+  CHECK(text.str().size() < 8192);  // a few KB
+  auto parsed = ptadvise::parse_digest(text.str(), "d.json");
+  REQUIRE(std::holds_alternative<ptadvise::RankDigest>(parsed));
+  const auto& back = std::get<ptadvise::RankDigest>(parsed);
+  CHECK(back.rank == 1);
+  CHECK(back.path == digests[1].path);
+  CHECK(back.exposed_comm_ms == digests[1].exposed_comm_ms);
+  REQUIRE(back.collectives.size() == digests[1].collectives.size());
+  CHECK(back.collectives[2].start_ns == digests[1].collectives[2].start_ns);
+  CHECK(back.collectives[2].bytes == digests[1].collectives[2].bytes);
+
+  auto error = [](std::string_view json) {
+    auto result = ptadvise::parse_digest(json, "d.json");
+    REQUIRE(std::holds_alternative<ptadvise::DigestError>(result));
+    return std::get<ptadvise::DigestError>(result).message;
+  };
+  CHECK(error("{\"format\": ").find("d.json: byte ") == 0);
+  CHECK(error("{\"traceEvents\": []}").find("not a ptadvise rank digest") != std::string::npos);
+  CHECK(error("{\"format\": \"ptadvise-rank-digest\", \"version\": 9}").find("digest version 9") != std::string::npos);
+  CHECK(error("{\"format\": \"ptadvise-rank-digest\", \"version\": 1}").find("not a complete rank digest") !=
+        std::string::npos);
+  std::string wrong_type = text.str();
+  wrong_type.replace(wrong_type.find("\"world_size\":2"), 14, "\"world_size\":\"2\"");
+  CHECK(error(wrong_type).find("not a complete rank digest") != std::string::npos);
+}
+
+TEST_CASE("job: which traces form a job") {
+  std::vector<ptadvise::RankDigest> digests(5);
+  for (int i = 0; i < 4; ++i) {
+    digests[static_cast<size_t>(i)].path = "/runs/a/rank-" + std::to_string(i) + ".json";
+    digests[static_cast<size_t>(i)].rank = i;
+    digests[static_cast<size_t>(i)].world_size = 4;
+  }
+  digests[4].path = "/runs/a/notes.json";  // no rank: on its own
+  auto groups = ptadvise::group_jobs(digests);
+  REQUIRE(groups.size() == 2);
+  CHECK(groups[0].members == std::vector<size_t>{0, 1, 2, 3});
+  CHECK(groups[1].members == std::vector<size_t>{4});
+  digests[3].rank = 2;  // a rank twice: not one job
+  groups = ptadvise::group_jobs(digests);
+  CHECK(groups.size() == 5);
+  CHECK(groups[0].note.find("occurs more than once") != std::string::npos);
+  digests[3].rank = 3;
+  digests[3].path = "/runs/b/rank-3.json";  // TensorBoard layout: another run's directory
+  groups = ptadvise::group_jobs(digests);
+  CHECK(groups.size() == 3);
+}
+
+TEST_CASE("job: directories are searched recursively (TensorBoard's logdir/run/ layout)") {
+  std::string error;
+  auto files = ptadvise::find_trace_files(PTADVISE_SOURCE_DIR "/rules.d/job/slow-collective.tests", error);
+  CHECK(error.empty());
+  CHECK(files.size() == 4);  // fire/rank-0, fire/rank-1, quiet/rank-0, quiet/rank-1
+  ptadvise::find_trace_files(PTADVISE_SOURCE_DIR "/rules.d/job", error);
+  CHECK(error.empty());
+  std::string none;
+  CHECK(ptadvise::find_trace_files(PTADVISE_SOURCE_DIR "/job/include", none).empty());
+  CHECK(none.find("no trace files") != std::string::npos);
+}
+
+TEST_CASE("job rules: documented, with firing and quiet fixtures, in rules.d/job") {
+  auto rules = job_rules();
+  REQUIRE(rules.infos().size() == 6);
+  std::set<std::string> ids;
+  for (size_t r = 0; r < rules.infos().size(); ++r) {
+    const auto& info = rules.infos()[r];
+    INFO(info.id << " " << info.file);
+    CHECK(ids.insert(info.id).second);
+    CHECK(std::filesystem::path(info.file).filename().string() == info.name + ".yaml");
+    CHECK(std::filesystem::path(info.file).parent_path().filename().string() == "job");
+    CHECK_FALSE(info.docs.what.empty());
+    CHECK_FALSE(info.docs.fix.empty());
+    for (const auto& threshold : info.thresholds) CHECK_FALSE(threshold.doc.empty());
+    bool fires = false, quiet = false;
+    for (const auto& test : ptadvise::job_rule_tests(rules, r)) (test.findings > 0 ? fires : quiet) = true;
+    CHECK(fires);
+    CHECK(quiet);
+  }
+  // The per-trace loader leaves job rules alone.
+  auto per_trace = ptadvise::load_rules({kRulesDir});
+  REQUIRE(std::holds_alternative<ptadvise::RuleSet>(per_trace));
+  CHECK(std::get<ptadvise::RuleSet>(per_trace).find("PTA202") == nullptr);
+}
+
+TEST_CASE("job rules report exactly what their fixtures declare") {
+  auto rules = job_rules();
+  for (size_t r = 0; r < rules.infos().size(); ++r) {
+    const auto& info = rules.infos()[r];
+    for (const auto& test : ptadvise::job_rule_tests(rules, r)) {
+      INFO(info.id << " on " << test.traces.front());
+      auto digests = digests_of(test.traces);
+      auto ranks = pointers(digests);
+      auto job = ptadvise::analyze_job(ranks, test.traces.front());
+      std::vector<std::string> skip;
+      for (const auto& other : rules.infos()) {
+        if (other.id != info.id) skip.push_back(other.id);
+      }
+      std::map<std::string, std::map<std::string, double>> thresholds;
+      if (!test.thresholds.empty()) thresholds[info.id] = test.thresholds;
+      auto findings = ptadvise::evaluate_job(rules, job, ranks, thresholds, skip);
+      std::string messages;
+      for (const auto& f : findings) messages += "\n  " + f.message;
+      INFO("findings:" << messages);
+      CHECK(findings.size() == test.findings);
+      if (findings.empty() || findings.size() != test.findings) continue;
+      if (!test.ranks.empty()) CHECK(findings[0].ranks == test.ranks);
+      if (!test.message_contains.empty()) CHECK(findings[0].message.find(test.message_contains) != std::string::npos);
+      for (const auto& [name, value] : test.numbers) {
+        INFO(name);
+        if (name == "saving_ms_per_step") {
+          CHECK(findings[0].saving_ms_per_step == doctest::Approx(value).epsilon(0.001));
+        } else if (name == "saving_pct") {
+          CHECK(findings[0].saving_pct == doctest::Approx(value).epsilon(0.001));
+        } else {
+          FAIL_CHECK("unknown number " << name << " (saving_ms_per_step, saving_pct)");
+        }
+      }
+    }
+  }
+}
+
+// The two sampled ranks of HTA's 128-rank job (the same steps, 551 and 552) and the NCCL parser trace.
+TEST_CASE("job: the shared multi-rank traces") {
+  const std::string rank0 = kShared + "HTA__tests__data__timeline_analysis__sampled_rank-0.json.gz";
+  const std::string rank1 = kShared + "HTA__tests__data__trace_filter__sampled_rank-1.json.gz";
+  const std::string nccl = kShared + "HTA__tests__data__nccl_parser_config__nccl_data.json.gz";
+  if (!std::filesystem::exists(rank0) || !std::filesystem::exists(nccl)) {
+    MESSAGE("skipped: the shared traces are absent (they live beside the project)");
+    return;
+  }
+  auto digests = digests_of({rank0, rank1});
+  REQUIRE(digests.size() == 2);
+  for (const auto& d : digests) {
+    INFO(d.path);
+    CHECK(d.world_size == 128);
+    CHECK(d.backend == "nccl");
+    CHECK(d.has_gpu);
+  }
+  CHECK(digests[0].rank == 0);
+  CHECK(digests[1].rank == 1);
+  auto groups = ptadvise::group_jobs(digests);
+  REQUIRE(groups.size() == 1);  // the same directory, world size and backend: one job (2 of its 128 ranks)
+  auto job = ptadvise::analyze_job(pointers(digests), groups[0].name);
+  CHECK(job.world_size == 128);
+  // Independently: the sum of the ncclKernel durations over the two steps, and the part of them outside the
+  // union of the other kernels, halved (a short Python script over the JSON gives the same numbers).
+  CHECK(digests[0].steady_steps == 2);
+  CHECK(digests[0].communication_ms == doctest::Approx(198.0995));
+  CHECK(digests[0].exposed_comm_ms == doctest::Approx(168.4915));
+  CHECK(digests[1].communication_ms == doctest::Approx(189.5265));
+  CHECK(digests[1].exposed_comm_ms == doctest::Approx(151.7615));
+  // The kernels are all SendRecv; the host records name the collectives.
+  std::map<CollectiveType, double> per_step;
+  for (const auto& t : digests[0].by_type) per_step[t.type] = t.count_per_step;
+  CHECK(per_step[CollectiveType::AllToAll] == doctest::Approx(2));
+  CHECK(per_step[CollectiveType::AllReduce] == doctest::Approx(2));
+  CHECK(per_step[CollectiveType::AllGather] == doctest::Approx(1));
+  CHECK(digests[0].collectives[2].bytes == 19618307LL * 4);  // nccl:all_reduce Input Dims [[19618307]] float
+  CHECK(job.aligned_collectives == 10);
+  CHECK(job.unmatched_collectives == 0);
+
+  // Kineto 2024 with record_param_comms args (group "0" of 2 ranks) and NCCL 2.17 kernel names.
+  auto parser = digest_of(nccl);
+  CHECK(parser.world_size == 2);
+  CHECK(parser.rank == 0);
+  CHECK(parser.steady_steps == 3);
+  CHECK(parser.communication_ms == doctest::Approx(15.6254977).epsilon(1e-6));
+  CHECK(parser.exposed_comm_ms == doctest::Approx(13.1864893).epsilon(1e-6));
+  std::map<CollectiveType, ptadvise::CollectiveTypeStats> types;
+  for (const auto& t : parser.by_type) types[t.type] = t;
+  CHECK(types[CollectiveType::AllReduce].count_per_step == doctest::Approx(5));
+  CHECK(types[CollectiveType::Broadcast].count_per_step == doctest::Approx(2));
+  CHECK(types[CollectiveType::AllReduce].group_size == 2);
+  CHECK(types[CollectiveType::AllReduce].busbw_gbps == doctest::Approx(6.5583880).epsilon(1e-6));
+  CHECK(parser.collectives.front().group == "0");
+}

@@ -1,0 +1,122 @@
+// `check --digest-out` per rank then `merge` gives the same job findings as `check` on all ranks together:
+// 64 generated ranks of one job, rank 17 arriving late at every all-reduce.
+#include <doctest/doctest.h>
+
+#include <sys/wait.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string read_file(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+// One rank: 4 steps of 100 ms; compute 5..60 ms; an all-reduce of 64 MiB in group "0" from `arrive` ms to 90 ms.
+std::string rank_trace(int rank, int world, double arrive_ms) {
+  std::ostringstream out;
+  out.precision(15);
+  const double base = 1.7e15 + rank * 3e6;  // µs; every rank's clock differs
+  out << "{\"schemaVersion\":1,\"deviceProperties\":[{\"id\":0,\"name\":\"NVIDIA H100 80GB HBM3\",\"computeMajor\":9,"
+         "\"computeMinor\":0,\"totalGlobalMem\":85899345920,\"numSms\":132}],"
+      << "\"distributedInfo\":{\"backend\":\"nccl\",\"rank\":" << rank << ",\"world_size\":" << world << "},"
+      << "\"traceEvents\":[";
+  int correlation = 10;
+  bool first = true;
+  auto event = [&](const std::string& json) {
+    out << (first ? "" : ",") << json;
+    first = false;
+  };
+  for (int step = 0; step < 4; ++step) {
+    const double t0 = base + step * 100000.0;
+    std::ostringstream e;
+    e.precision(15);
+    e << "{\"ph\":\"X\",\"cat\":\"user_annotation\",\"name\":\"ProfilerStep#" << step + 1
+      << "\",\"pid\":1,\"tid\":1,\"ts\":" << t0 << ",\"dur\":99999}";
+    event(e.str());
+    for (int k = 0; k < 2; ++k) {
+      const bool comm = k == 1;
+      const double start = t0 + (comm ? arrive_ms : 5.0) * 1000;
+      const double dur = comm ? (90.0 - arrive_ms) * 1000 : 55000;
+      ++correlation;
+      std::ostringstream op, launch, kernel;
+      op.precision(15);
+      launch.precision(15);
+      kernel.precision(15);
+      op << "{\"ph\":\"X\",\"cat\":\"cpu_op\",\"name\":\"" << (comm ? "record_param_comms" : "aten::mm")
+         << "\",\"pid\":1,\"tid\":1,\"ts\":" << start - 60 << ",\"dur\":20,\"args\":{\"External id\":" << correlation
+         << (comm ? ",\"Collective name\":\"allreduce\",\"In msg nelems\":16777216,\"Out msg nelems\":16777216,"
+                    "\"dtype\":\"Float\",\"Group size\":64,\"Process Group Name\":\"0\""
+                  : "")
+         << "}}";
+      launch << "{\"ph\":\"X\",\"cat\":\"cuda_runtime\",\"name\":\"cudaLaunchKernel\",\"pid\":1,\"tid\":1,\"ts\":"
+             << start - 50 << ",\"dur\":8,\"args\":{\"correlation\":" << correlation << "}}";
+      kernel << "{\"ph\":\"X\",\"cat\":\"kernel\",\"name\":\""
+             << (comm ? "ncclDevKernel_AllReduce_Sum_f32_RING_LL" : "sm90_xmma_gemm_bf16bf16_bf16f32")
+             << "\",\"pid\":0,\"tid\":" << (comm ? 20 : 7) << ",\"ts\":" << start << ",\"dur\":" << dur
+             << ",\"args\":{\"device\":0,\"stream\":" << (comm ? 20 : 7) << ",\"correlation\":" << correlation << "}}";
+      event(op.str());
+      event(launch.str());
+      event(kernel.str());
+    }
+  }
+  out << "]}\n";
+  return out.str();
+}
+
+int run(const std::string& command) {
+  int status = std::system(command.c_str());
+  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+// The job entry of a JSON report: from its "job" object to the next trace entry.
+std::string job_findings(const std::string& report) {
+  size_t job = report.find("\"job\": {");
+  REQUIRE(job != std::string::npos);
+  size_t findings = report.find("\"findings\": [", job);
+  REQUIRE(findings != std::string::npos);
+  size_t end = report.find("\n    }", findings);
+  return report.substr(findings, end - findings);
+}
+
+}  // namespace
+
+TEST_CASE("job: merging 64 ranks' digests gives the job findings of checking them together") {
+  const fs::path dir = fs::temp_directory_path() / ("ptadvise-merge-" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir / "traces");
+  fs::create_directories(dir / "digests");
+  for (int rank = 0; rank < 64; ++rank) {
+    std::ofstream(dir / "traces" / ("rank-" + std::to_string(rank) + ".json")) << rank_trace(rank, 64, rank == 17 ? 40.0 : 30.0);
+  }
+  const std::string exe = "'" PTADVISE_BINARY "'";
+  const std::string together = (dir / "together.json").string();
+  CHECK(run(exe + " check --exit-zero --format json '" + (dir / "traces").string() + "' >'" + together + "'") == 0);
+  // One rank per call, as a scheduler's array job runs them.
+  for (int rank = 0; rank < 64; ++rank) {
+    const std::string r = std::to_string(rank);
+    CHECK(run(exe + " check --exit-zero --format json '" + (dir / "traces" / ("rank-" + r + ".json")).string() +
+              "' --digest-out '" + (dir / "digests" / ("rank-" + r + ".json")).string() + "' >/dev/null") == 0);
+  }
+  const std::string merged = (dir / "merged.json").string();
+  CHECK(run(exe + " merge --exit-zero --format json '" + (dir / "digests").string() + "'/*.json >'" + merged + "'") == 0);
+  const std::string a = read_file(together), b = read_file(merged);
+  const std::string job_a = job_findings(a), job_b = job_findings(b);
+  CHECK(job_a == job_b);
+  CHECK(job_a.find("\"rule_id\": \"PTA202\"") != std::string::npos);
+  CHECK(job_a.find("\"ranks\": [17]") != std::string::npos);
+  CHECK(a.find("\"aligned_collectives\": 4") != std::string::npos);
+  CHECK(b.find("\"aligned_collectives\": 4") != std::string::npos);
+  // Each digest is a few KB.
+  CHECK(fs::file_size(dir / "digests" / "rank-17.json") < 8192);
+  fs::remove_all(dir);
+}
