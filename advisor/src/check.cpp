@@ -96,6 +96,13 @@ void write_output(const std::string& path, const std::string& text, const std::s
   if (auto error = write_file_atomically(path, text)) throw Failure{path + ": cannot write the " + what + ": " + *error};
 }
 
+// The shipped kernel family table extended by the configuration's and the command line's tables.
+KernelClassifier kernel_classifier(const Config& config) {
+  auto classifier = kernel_classifier_with(config.kernel_families);
+  if (auto* error = std::get_if<KernelTableError>(&classifier)) throw Failure{error->message};
+  return std::move(std::get<KernelClassifier>(classifier));
+}
+
 Config effective_config(const CheckOptions& options) {
   Config config;
   std::string path = options.config_path;

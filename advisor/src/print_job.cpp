@@ -10,7 +10,6 @@ namespace ptadvise::job_print {
 namespace {
 
 using format::fixed;
-using format::jstr;
 
 std::string alignment_line(const JobTable& job) {
   std::string line = std::to_string(job.ranks) + " ranks";

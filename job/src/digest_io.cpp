@@ -36,7 +36,7 @@ json finding_json(const Finding& f) {
     evidence.push_back({{"step", e.step == kNone ? -1 : static_cast<int64_t>(e.step)},
                         {"step_number", e.step_number},
                         {"ts_ns", e.ts_ns},
-                        {"abs_ts_us", e.abs_ts_us},
+                        {"file_ts_ns", e.file_ts_ns},
                         {"dur_ns", e.dur_ns},
                         {"event", e.event},
                         {"track", e.track}});
@@ -92,7 +92,7 @@ Finding finding_from(const json& j) {
     evidence.step = step < 0 ? kNone : static_cast<uint32_t>(step);
     evidence.step_number = e.at("step_number").get<int64_t>();
     evidence.ts_ns = e.at("ts_ns").get<int64_t>();
-    evidence.abs_ts_us = e.at("abs_ts_us").get<int64_t>();
+    evidence.file_ts_ns = e.at("file_ts_ns").get<int64_t>();
     evidence.dur_ns = e.at("dur_ns").get<int64_t>();
     evidence.event = e.at("event").get<std::string>();
     evidence.track = e.at("track").get<std::string>();
