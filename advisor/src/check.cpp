@@ -123,7 +123,10 @@ int run(const CheckOptions& options, std::ostream& out, std::ostream& err) {
   auto loaded_rules = load_rules(directories);
   if (auto* error = std::get_if<RuleError>(&loaded_rules)) throw Failure{error->message};
   const RuleSet& rules = std::get<RuleSet>(loaded_rules);
-  auto selection = resolve_selection(config, rules);
+  auto loaded_job_rules = load_job_rules(directories);
+  if (auto* error = std::get_if<JobRuleError>(&loaded_job_rules)) throw Failure{error->message};
+  const JobRuleSet& job_rules = std::get<JobRuleSet>(loaded_job_rules);
+  auto selection = resolve_selection(config, rules, job_rules.infos());
   if (auto* error = std::get_if<ConfigError>(&selection)) throw Failure{error->message};
 
   std::optional<Baseline> baseline;
@@ -133,9 +136,6 @@ int run(const CheckOptions& options, std::ostream& out, std::ostream& err) {
     baseline = std::get<Baseline>(std::move(loaded));
   }
 
-  auto loaded_job_rules = load_job_rules(directories);
-  if (auto* error = std::get_if<JobRuleError>(&loaded_job_rules)) throw Failure{error->message};
-  const JobRuleSet& job_rules = std::get<JobRuleSet>(loaded_job_rules);
   const EvaluateOptions& evaluate_options = std::get<EvaluateOptions>(selection);
 
   // Each rank is reduced to its report and its digest; job analysis works on digests only, so `merge`
@@ -187,7 +187,14 @@ int run(const CheckOptions& options, std::ostream& out, std::ostream& err) {
     if (severity != std::get<EvaluateOptions>(selection).severities.end()) info.severity = severity->second;
     report.rules.push_back(std::move(info));
   }
-  for (const auto& rule : job_rules.infos()) report.rules.push_back(rule);
+  for (const auto& rule : job_rules.infos()) {
+    const auto& options_selected = std::get<EvaluateOptions>(selection);
+    if (std::find(options_selected.skip.begin(), options_selected.skip.end(), rule.id) != options_selected.skip.end()) continue;
+    RuleInfo info = rule;
+    auto severity = options_selected.severities.find(rule.id);
+    if (severity != options_selected.severities.end()) info.severity = severity->second;
+    report.rules.push_back(std::move(info));
+  }
   for (auto& trace : traces) check_detail::finish_trace(trace, report.source_root, report.suppressed);
   report.traces = check_detail::assemble_jobs(std::move(traces), digests, job_rules, evaluate_options, err);
 

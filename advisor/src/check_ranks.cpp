@@ -150,6 +150,10 @@ std::vector<TraceReport> assemble_jobs(std::vector<TraceReport> traces, const st
       if (!selected(info, selection)) skip.push_back(info.id);
     }
     std::vector<Finding> findings = evaluate_job(job_rules, job, ranks, selection.thresholds, skip);
+    for (auto& finding : findings) {
+      auto severity = selection.severities.find(finding.rule_id);
+      if (severity != selection.severities.end()) finding.severity = severity->second;
+    }
 
     // Per-rank findings every rank has (same rule and site) are shown once, in the job's entry.
     std::map<std::string, size_t> ranks_with;

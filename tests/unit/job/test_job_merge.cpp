@@ -138,3 +138,25 @@ TEST_CASE("job: ranks 0 and 1 of two unrelated runs are not one job") {
   fs::remove(out.string() + ".json");
   fs::remove(out.string() + ".err");
 }
+
+TEST_CASE("job: job rules are selected, ignored and configured like the others") {
+  const std::string fire = PTADVISE_SOURCE_DIR "/rules.d/job/straggler-rank.tests/fire";
+  const fs::path out = fs::temp_directory_path() / ("ptadvise-select-" + std::to_string(::getpid()) + ".json");
+  const std::string exe = "'" PTADVISE_BINARY "' check --exit-zero --format json ";
+  auto report = [&](const std::string& options) {
+    CHECK(run(exe + options + " '" + fire + "' >'" + out.string() + "' 2>/dev/null") == 0);
+    return read_file(out);
+  };
+  CHECK(report("").find("\"rule_id\": \"PTA202\"") != std::string::npos);
+  CHECK(report("--ignore PTA202").find("\"rule_id\": \"PTA202\"") == std::string::npos);
+  std::string only = report("--select straggler-rank");
+  CHECK(only.find("\"rule_id\": \"PTA202\"") != std::string::npos);
+  CHECK(only.find("\"rule_id\": \"PTA201\"") == std::string::npos);
+  const fs::path config = fs::temp_directory_path() / ("ptadvise-select-" + std::to_string(::getpid()) + ".yaml");
+  std::ofstream(config) << "rules:\n  PTA202:\n    severity: error\n    thresholds:\n      min_caused_wait_pct: 99\n";
+  CHECK(report("--config '" + config.string() + "'").find("\"rule_id\": \"PTA202\"") == std::string::npos);
+  std::ofstream(config) << "rules:\n  straggler-rank:\n    severity: error\n";
+  CHECK(report("--config '" + config.string() + "'").find("\"severity\": \"error\"") != std::string::npos);
+  fs::remove(out);
+  fs::remove(config);
+}
