@@ -61,15 +61,7 @@ void add_check_command(CLI::App& app) {
   cmd->callback([options, outputs, fail_on, source_root, concise, verbose] {
     if (*concise) options->detail = TextDetail::Concise;
     if (*verbose) options->detail = TextDetail::Verbose;
-    for (const auto& output : *outputs) {
-      auto equals = output.find('=');
-      if (equals == std::string::npos) {
-        print_error("--output: expected FORMAT=FILE, got '" + output + "'");
-        exit_code() = kExitInputError;
-        return;
-      }
-      options->outputs.emplace_back(output.substr(0, equals), output.substr(equals + 1));
-    }
+    if (!parse_output_options(*outputs, options->outputs)) return;
     if (!fail_on->empty()) options->fail_on = *fail_on;
     if (!source_root->empty()) options->source_root = *source_root;
     exit_code() = run_check(*options, std::cout, std::cerr);

@@ -29,15 +29,7 @@ void add_merge_command(CLI::App& app) {
   cmd->add_option("--baseline", options->baseline_path, "Accepted findings: only findings not in FILE fail");
   cmd->add_option("--color", options->color, "Colour text output: auto, always, never")->capture_default_str();
   cmd->callback([options, outputs, fail_on] {
-    for (const auto& output : *outputs) {
-      auto equals = output.find('=');
-      if (equals == std::string::npos) {
-        print_error("--output: expected FORMAT=FILE, got '" + output + "'");
-        exit_code() = kExitInputError;
-        return;
-      }
-      options->outputs.emplace_back(output.substr(0, equals), output.substr(equals + 1));
-    }
+    if (!parse_output_options(*outputs, options->outputs)) return;
     if (!fail_on->empty()) options->fail_on = *fail_on;
     options->inputs_are_digests = true;
     exit_code() = run_check(*options, std::cout, std::cerr);

@@ -2,7 +2,10 @@
 // arguments, calls the libraries and maps outcomes to exit codes. It holds no analysis of its own.
 #pragma once
 
+#include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 namespace CLI {
 class App;
@@ -22,6 +25,10 @@ int& exit_code();
 // Prints "ptadvise: <message>" on stderr.
 void print_error(std::string_view message);
 void print_warning(std::string_view message);
+
+// Splits each `--output FORMAT=FILE` into the pair run_check expects; false (error printed, exit code 2 set)
+// when one has no '='.
+bool parse_output_options(const std::vector<std::string>& outputs, std::vector<std::pair<std::string, std::string>>& parsed);
 
 void add_summary_command(CLI::App& app);  // cmd_summary.cpp
 void add_check_command(CLI::App& app);    // cmd_check.cpp

@@ -32,6 +32,19 @@ int& exit_code() {
 void print_error(std::string_view message) { std::cerr << "ptadvise: error: " << message << '\n'; }
 void print_warning(std::string_view message) { std::cerr << "ptadvise: warning: " << message << '\n'; }
 
+bool parse_output_options(const std::vector<std::string>& outputs, std::vector<std::pair<std::string, std::string>>& parsed) {
+  for (const auto& output : outputs) {
+    auto equals = output.find('=');
+    if (equals == std::string::npos) {
+      print_error("--output: expected FORMAT=FILE, got '" + output + "'");
+      exit_code() = kExitInputError;
+      return false;
+    }
+    parsed.emplace_back(output.substr(0, equals), output.substr(equals + 1));
+  }
+  return true;
+}
+
 }  // namespace ptadvise::cli
 
 int main(int argc, char** argv) {

@@ -161,7 +161,15 @@ int run(const CheckOptions& options, std::ostream& out, std::ostream& err) {
   auto loaded_rules = load_selected_rules(config);  // fails closed: no rule to run is an error
   if (auto* error = std::get_if<ConfigError>(&loaded_rules)) throw Failure{error->message};
   const RuleSet& rules = std::get<SelectedRules>(loaded_rules).rules;
-  const EvaluateOptions& selection = std::get<SelectedRules>(loaded_rules).selection;
+  std::vector<std::string> directories{default_rules_directory()};
+  directories.insert(directories.end(), config.rule_directories.begin(), config.rule_directories.end());
+  auto loaded_job_rules = load_job_rules(directories);
+  if (auto* error = std::get_if<JobRuleError>(&loaded_job_rules)) throw Failure{error->message};
+  const JobRuleSet& job_rules = std::get<JobRuleSet>(loaded_job_rules);
+  // Job rules are selected, ignored and overridden by the same configuration as the per-trace rules.
+  auto resolved = resolve_selection(config, rules, job_rules.infos());
+  if (auto* error = std::get_if<ConfigError>(&resolved)) throw Failure{error->message};
+  const EvaluateOptions selection = std::get<EvaluateOptions>(std::move(resolved));
   if (options.show_config) {
     validate_config_paths(config);  // what is printed is what a run would use, so it must load
     print_config(config, out);
@@ -189,14 +197,9 @@ int run(const CheckOptions& options, std::ostream& out, std::ostream& err) {
     baseline = std::get<Baseline>(std::move(loaded));
   }
 
-  std::vector<std::string> directories{default_rules_directory()};
-  directories.insert(directories.end(), config.rule_directories.begin(), config.rule_directories.end());
   std::error_code cwd_error;
   const std::string source_root = config.source_root.value_or(std::filesystem::current_path(cwd_error).string());
   size_t suppressed = 0;
-  auto loaded_job_rules = load_job_rules(directories);
-  if (auto* error = std::get_if<JobRuleError>(&loaded_job_rules)) throw Failure{error->message};
-  const JobRuleSet& job_rules = std::get<JobRuleSet>(loaded_job_rules);
   const EvaluateOptions& evaluate_options = selection;
 
   // Each rank is reduced to its report and its digest; job analysis works on digests only, so `merge`
@@ -251,7 +254,14 @@ int run(const CheckOptions& options, std::ostream& out, std::ostream& err) {
     if (severity != selection.severities.end()) info.severity = severity->second;
     report.rules.push_back(std::move(info));
   }
-  for (const auto& rule : job_rules.infos()) report.rules.push_back(rule);
+  for (const auto& rule : job_rules.infos()) {
+    const auto& options_selected = std::get<EvaluateOptions>(selection);
+    if (std::find(options_selected.skip.begin(), options_selected.skip.end(), rule.id) != options_selected.skip.end()) continue;
+    RuleInfo info = rule;
+    auto severity = options_selected.severities.find(rule.id);
+    if (severity != options_selected.severities.end()) info.severity = severity->second;
+    report.rules.push_back(std::move(info));
+  }
   for (auto& trace : traces) check_detail::finish_trace(trace, report.source_root, report.suppressed);
   report.traces = check_detail::assemble_jobs(std::move(traces), digests, job_rules, evaluate_options, err);
 

@@ -153,12 +153,23 @@ std::vector<TraceReport> assemble_jobs(std::vector<TraceReport> traces, const st
     std::vector<const RankDigest*> ranks;
     for (size_t m : group.members) ranks.push_back(&digests[m]);
     const JobAnalysis job = analyze_job(ranks, group.name);
+    if (talks && job.aligned_collectives == 0) {
+      // The ranks of one job run the same collectives; traces that share none are separate runs.
+      err << "ptadvise: warning: " << group.name << ": " << group.members.size()
+          << " traces with ranks share no collective: not the ranks of one job; checked each on its own\n";
+      for (size_t m : group.members) out.push_back(std::move(traces[m]));
+      continue;
+    }
 
     std::vector<std::string> skip;
     for (const auto& info : job_rules.infos()) {
       if (!selected(info, selection)) skip.push_back(info.id);
     }
     std::vector<Finding> findings = evaluate_job(job_rules, job, ranks, selection.thresholds, skip);
+    for (auto& finding : findings) {
+      auto severity = selection.severities.find(finding.rule_id);
+      if (severity != selection.severities.end()) finding.severity = severity->second;
+    }
 
     // Per-rank findings every rank has (same rule and site) are shown once, in the job's entry.
     std::map<std::string, size_t> ranks_with;

@@ -195,7 +195,13 @@ std::string find_config(const std::string& start_directory) {
 }
 
 std::variant<EvaluateOptions, ConfigError> resolve_selection(const Config& config, const RuleSet& rules) {
-  const auto& infos = rules.infos();
+  return resolve_selection(config, rules, {});
+}
+
+std::variant<EvaluateOptions, ConfigError> resolve_selection(const Config& config, const RuleSet& rules,
+                                                             const std::vector<RuleInfo>& job_rules) {
+  std::vector<RuleInfo> infos = rules.infos();
+  infos.insert(infos.end(), job_rules.begin(), job_rules.end());
   auto check_selectors = [&](const std::vector<std::string>& selectors, const char* key) -> std::optional<ConfigError> {
     for (const auto& selector : selectors) {
       bool known = std::any_of(infos.begin(), infos.end(), [&](const RuleInfo& r) { return selector_matches(r, selector); });

@@ -1,4 +1,4 @@
-// Internal to job/: sorted disjoint interval sets.
+// Internal to job/: sorted disjoint interval sets (trace/'s helpers, and the part of one set outside another).
 #pragma once
 
 #include <algorithm>
@@ -9,30 +9,10 @@
 
 namespace ptadvise::job_detail {
 
-inline void merge(std::vector<Interval>& intervals) {
-  std::sort(intervals.begin(), intervals.end(),
-            [](const Interval& a, const Interval& b) { return a.start_ns < b.start_ns; });
-  size_t out = 0;
-  for (const Interval& interval : intervals) {
-    if (interval.end_ns <= interval.start_ns) continue;
-    if (out > 0 && interval.start_ns <= intervals[out - 1].end_ns) {
-      intervals[out - 1].end_ns = std::max(intervals[out - 1].end_ns, interval.end_ns);
-    } else {
-      intervals[out++] = interval;
-    }
-  }
-  intervals.resize(out);
-}
+inline void merge(std::vector<Interval>& intervals) { merge_intervals(intervals); }
 
-// Length of a merged set inside [start, end).
 inline int64_t covered(const std::vector<Interval>& merged, int64_t start, int64_t end) {
-  int64_t total = 0;
-  auto it = std::lower_bound(merged.begin(), merged.end(), start,
-                             [](const Interval& interval, int64_t value) { return interval.end_ns <= value; });
-  for (; it != merged.end() && it->start_ns < end; ++it) {
-    total += std::min(it->end_ns, end) - std::max(it->start_ns, start);
-  }
-  return std::max<int64_t>(total, 0);
+  return covered_ns(merged, start, end);
 }
 
 // Length of `a` not covered by `b` (both merged), inside [start, end).

@@ -87,6 +87,9 @@ std::string find_config(const std::string& start_directory);
 // Rule ids selected by the configuration (and CLI selectors merged into it), with overrides resolved
 // to rule ids. Errors for selectors or override keys that name no rule, name or tag.
 std::variant<EvaluateOptions, ConfigError> resolve_selection(const Config& config, const RuleSet& rules);
+// The same with the job rules (rules.d/job/) selectable and configurable like the others.
+std::variant<EvaluateOptions, ConfigError> resolve_selection(const Config& config, const RuleSet& rules,
+                                                             const std::vector<RuleInfo>& job_rules);
 
 // The effective configuration as YAML (for --show-config).
 void print_config(const Config& config, std::ostream& out);

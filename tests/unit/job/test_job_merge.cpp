@@ -3,6 +3,7 @@
 #include <doctest/doctest.h>
 
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <cstdlib>
 #include <filesystem>
@@ -119,4 +120,43 @@ TEST_CASE("job: merging 64 ranks' digests gives the job findings of checking the
   // Each digest is a few KB.
   CHECK(fs::file_size(dir / "digests" / "rank-17.json") < 8192);
   fs::remove_all(dir);
+}
+
+TEST_CASE("job: ranks 0 and 1 of two unrelated runs are not one job") {
+  const std::string shared = PTADVISE_SHARED_DIR "/traces/";
+  const std::string a = shared + "HTA__tests__data__nccl_parser_config__nccl_data.json.gz";  // rank 0 of 2, nccl
+  const std::string b = shared + "HTA__tests__data__df_index_resolver__df_index_resolver.json.gz";  // rank 1 of 2, nccl
+  if (!fs::exists(a) || !fs::exists(b)) {
+    MESSAGE("skipped: the shared traces are absent (they live beside the project)");
+    return;
+  }
+  const fs::path out = fs::temp_directory_path() / ("ptadvise-unrelated-" + std::to_string(::getpid()));
+  CHECK(run("'" PTADVISE_BINARY "' check --exit-zero --format json '" + a + "' '" + b + "' >'" + out.string() +
+            ".json' 2>'" + out.string() + ".err'") == 0);
+  CHECK(read_file(out.string() + ".json").find("\"job\": {") == std::string::npos);
+  CHECK(read_file(out.string() + ".err").find("share no collective: not the ranks of one job") != std::string::npos);
+  fs::remove(out.string() + ".json");
+  fs::remove(out.string() + ".err");
+}
+
+TEST_CASE("job: job rules are selected, ignored and configured like the others") {
+  const std::string fire = PTADVISE_SOURCE_DIR "/rules.d/job/straggler-rank.tests/fire";
+  const fs::path out = fs::temp_directory_path() / ("ptadvise-select-" + std::to_string(::getpid()) + ".json");
+  const std::string exe = "'" PTADVISE_BINARY "' check --exit-zero --format json ";
+  auto report = [&](const std::string& options) {
+    CHECK(run(exe + options + " '" + fire + "' >'" + out.string() + "' 2>/dev/null") == 0);
+    return read_file(out);
+  };
+  CHECK(report("").find("\"rule_id\": \"PTA202\"") != std::string::npos);
+  CHECK(report("--ignore PTA202").find("\"rule_id\": \"PTA202\"") == std::string::npos);
+  std::string only = report("--select straggler-rank");
+  CHECK(only.find("\"rule_id\": \"PTA202\"") != std::string::npos);
+  CHECK(only.find("\"rule_id\": \"PTA201\"") == std::string::npos);
+  const fs::path config = fs::temp_directory_path() / ("ptadvise-select-" + std::to_string(::getpid()) + ".yaml");
+  std::ofstream(config) << "rules:\n  PTA202:\n    severity: error\n    thresholds:\n      min_caused_wait_pct: 99\n";
+  CHECK(report("--config '" + config.string() + "'").find("\"rule_id\": \"PTA202\"") == std::string::npos);
+  std::ofstream(config) << "rules:\n  straggler-rank:\n    severity: error\n";
+  CHECK(report("--config '" + config.string() + "'").find("\"severity\": \"error\"") != std::string::npos);
+  fs::remove(out);
+  fs::remove(config);
 }

@@ -42,6 +42,10 @@ struct Interval {
   int64_t start_ns = 0;
   int64_t end_ns = 0;
 };
+// Interval sets as the analyses keep them: merge sorts and unites in place (the result is disjoint and sorted);
+// covered_ns is the length of such a set inside [start, end).
+void merge_intervals(std::vector<Interval>& intervals);
+int64_t covered_ns(const std::vector<Interval>& merged, int64_t start, int64_t end);
 
 enum class IdleCause { Sync, DataLoader, LaunchBound, CpuWork, Untraced };
 std::string_view to_string(IdleCause cause);  // "sync", "data-loader", "launch-bound", "cpu-work", "untraced"
