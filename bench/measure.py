@@ -111,6 +111,11 @@ def machine_info(args):
     gzip_version = subprocess.run(["gzip", "--version"], capture_output=True, text=True).stdout
     info["gzip"] = gzip_version.splitlines()[0] if gzip_version else "?"
     info["load before"] = " ".join(f"{x:.2f}" for x in os.getloadavg())
+    # Results name the code they measured.
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    commit = subprocess.run(["git", "-C", root, "describe", "--always", "--dirty", "--abbrev=10"],
+                            capture_output=True, text=True).stdout.strip()
+    info["commit"] = commit or "unknown (not a git checkout)"
     return info
 
 

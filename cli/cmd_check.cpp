@@ -24,12 +24,13 @@ void add_check_command(CLI::App& app) {
       ->allow_extra_args(false);
   cmd->add_option("--config", options->config_path,
                   "Configuration file (default: .ptadvise.yaml in the working directory or a parent)");
-  cmd->add_option("--format", options->format, "Output on stdout: text, json, sarif, github, junit, markdown")
+  cmd->add_option("--format", options->format, "Output on stdout: text, json, sarif, github, junit, markdown, html")
       ->capture_default_str();
   cmd->add_option("--output", *outputs, "Also write FORMAT=FILE (repeatable), e.g. --output sarif=ptadvise.sarif")
       ->allow_extra_args(false);
   cmd->add_option("--fail-on", *fail_on, "Lowest severity that fails the run: info, warning (default), error");
   cmd->add_flag("--exit-zero", options->exit_zero, "Exit 0 even when findings fail (input errors still exit 2)");
+  cmd->add_flag("--accept-partial", options->accept_partial, "Analyse traces of which more than 5% could not be read (else exit 2)");
   cmd->add_option("--baseline", options->baseline_path, "Accepted findings: only findings not in FILE fail");
   cmd->add_option("--write-baseline", options->write_baseline_path, "Write the current findings to FILE as a baseline");
   cmd->add_flag("--prune-baseline", options->prune_baseline, "Rewrite --baseline FILE without its stale entries");
@@ -42,11 +43,20 @@ void add_check_command(CLI::App& app) {
       ->allow_extra_args(false)
       ->delimiter(',');
   cmd->add_flag("--show-config", options->show_config, "Print the effective configuration and exit");
-  cmd->add_option("--color", options->color, "Colour text output: auto, always, never")->capture_default_str();
+  cmd->add_option("--color", options->color,
+                  "Colour text output: auto (NO_COLOR, FORCE_COLOR, CLICOLOR_FORCE, else a terminal), always, never")
+      ->capture_default_str();
+  auto concise = std::make_shared<bool>(false);
+  auto verbose = std::make_shared<bool>(false);
+  auto* concise_flag = cmd->add_flag("--concise", *concise, "Text output: one line per finding");
+  cmd->add_flag("--verbose", *verbose, "Text output: every evidence item and how each saving was estimated")
+      ->excludes(concise_flag);
   cmd->add_option("--source-root", *source_root,
                   "Where the traced program's sources are, for suppression comments and repo-relative paths "
                   "(default: the working directory)");
-  cmd->callback([options, outputs, fail_on, source_root] {
+  cmd->callback([options, outputs, fail_on, source_root, concise, verbose] {
+    if (*concise) options->detail = TextDetail::Concise;
+    if (*verbose) options->detail = TextDetail::Verbose;
     for (const auto& output : *outputs) {
       auto equals = output.find('=');
       if (equals == std::string::npos) {

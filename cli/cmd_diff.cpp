@@ -16,8 +16,9 @@ void add_diff_command(CLI::App& app) {
   cmd->add_option("--max-regression", options->max_regression_pct,
                   "Exit 1 when the median step time grew by more than PCT percent")
       ->capture_default_str();
-  cmd->add_option("--format", options->format, "text or json")->capture_default_str();
+  cmd->add_option("--format", options->format, "text, json or markdown (for pull-request comments)")->capture_default_str();
   cmd->add_option("--top", options->top, "How many kernel and op changes to list")->capture_default_str();
+  cmd->add_flag("--accept-partial", options->accept_partial, "Analyse traces of which more than 5% could not be read (else exit 2)");
   cmd->add_option("--rules", options->rule_directories, "Extra rule directory (repeatable)")->allow_extra_args(false);
   cmd->add_option("--kernel-families", options->kernel_family_tables,
                   "Kernel family table (repeatable), tried before the shipped one (docs/KERNEL_FAMILIES.md)")

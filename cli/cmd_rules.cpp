@@ -1,4 +1,5 @@
 // `ptadvise rules` (list the rules) and `ptadvise explain RULE` (print one rule's documentation).
+#include <nlohmann/json.hpp>
 #include <CLI/CLI.hpp>
 
 #include <cstdio>
@@ -42,17 +43,17 @@ void list_rules(const RulesOptions& options) {
   auto rules = load(options);
   if (!rules) return;
   if (options.format == "json") {
-    std::cout << "[";
-    bool first = true;
+    nlohmann::ordered_json list = nlohmann::ordered_json::array();
     for (const auto& info : rules->infos()) {
-      std::cout << (first ? "\n" : ",\n") << "  {\"id\": \"" << json_escape(info.id) << "\", \"name\": \""
-                << json_escape(info.name) << "\", \"severity\": \"" << to_string(info.severity) << "\", \"tags\": [";
-      for (size_t t = 0; t < info.tags.size(); ++t) std::cout << (t ? ", " : "") << '"' << json_escape(info.tags[t]) << '"';
-      std::cout << "], \"summary\": \"" << json_escape(info.summary) << "\", \"fix\": \"" << json_escape(info.fix)
-                << "\", \"file\": \"" << json_escape(info.file) << "\"}";
-      first = false;
+      list.push_back({{"id", info.id},
+                      {"name", info.name},
+                      {"severity", to_string(info.severity)},
+                      {"tags", info.tags},
+                      {"summary", info.summary},
+                      {"fix", info.fix},
+                      {"file", info.file}});
     }
-    std::cout << (first ? "]\n" : "\n]\n");
+    std::cout << list.dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace) << "\n";
     return;
   }
   size_t name_width = 4;

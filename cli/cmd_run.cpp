@@ -16,6 +16,7 @@
 #include "commands.h"
 #include "ptadvise/advisor.h"
 #include "ptadvise/capture.h"
+#include "ptadvise/io.h"
 
 namespace ptadvise::cli {
 
@@ -96,6 +97,14 @@ int run(const RunOptions& options, const std::vector<std::string>& command) {
   if (error || !fs::is_directory(request.out_dir)) {
     print_error("cannot create the output directory '" + request.out_dir + "': " + error.message());
     return kExitInputError;
+  }
+  // A run that cannot leave its trace anywhere is refused before the program starts, not after an hour.
+  {
+    AtomicFile probe(request.out_dir + "/.ptadvise-write-test");
+    if (probe.error()) {
+      print_error("cannot write into the output directory '" + request.out_dir + "': " + *probe.error());
+      return kExitInputError;
+    }
   }
   DirectorySnapshot before = snapshot_directory(request.out_dir);
   std::cerr << "ptadvise: recording (" << options.backend << ") into " << request.out_dir << ": " << join(command)

@@ -21,6 +21,7 @@ struct SummaryOptions {
   std::string format = "text";
   size_t top = 10;
   std::vector<std::string> kernel_family_tables;
+  bool accept_partial = false;
 };
 
 void run_summary(const SummaryOptions& options) {
@@ -40,6 +41,14 @@ void run_summary(const SummaryOptions& options) {
   std::vector<Summary> summaries;
   for (const Timeline& timeline : timelines) {
     for (const std::string& warning : timeline.stats.warnings) print_warning(warning);
+    if (auto partial = partial_trace_problem(timeline)) {
+      if (!options.accept_partial) {
+        print_error(*partial);
+        exit_code() = kExitInputError;
+        return;
+      }
+      print_warning(*partial);
+    }
     Analysis analysis = analyze(timeline, std::get<KernelClassifier>(kernels));
     summaries.push_back(summarize(analysis, options.top));
   }
@@ -71,6 +80,7 @@ void add_summary_command(CLI::App& app) {
       ->check(CLI::IsMember({"text", "json"}))
       ->capture_default_str();
   cmd->add_option("--top", options->top, "How many kernels and CPU ops to list")->capture_default_str();
+  cmd->add_flag("--accept-partial", options->accept_partial, "Analyse traces of which more than 5% could not be read (else exit 2)");
   cmd->callback([options] { run_summary(*options); });
 }
 

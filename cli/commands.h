@@ -28,5 +28,8 @@ void add_check_command(CLI::App& app);    // cmd_check.cpp
 void add_rules_commands(CLI::App& app);   // cmd_rules.cpp: `rules` and `explain`
 void add_diff_command(CLI::App& app);     // cmd_diff.cpp
 void add_run_command(CLI::App& app);      // cmd_run.cpp
+void add_version_flag(CLI::App& app);     // version.cpp: --version with git commit and rule set
+void add_generate_commands(CLI::App& app);  // version.cpp: `completion SHELL` and `man`, from these definitions
+void add_report_command(CLI::App& app);   // cmd_report.cpp
 
 }  // namespace ptadvise::cli

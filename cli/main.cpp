@@ -2,8 +2,25 @@
 
 #include <cstdio>
 #include <iostream>
+#include <new>
 
 #include "commands.h"
+#include "usage.h"
+
+// Sanitizer builds (CI runs the suite under ASan + UBSan): a memory error or undefined behaviour exits 86,
+// distinct from 1 (findings) and 2 (bad input), so that a test expecting "findings" cannot pass on a crash.
+#if defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define PTADVISE_SANITIZED 1
+#endif
+#endif
+#if defined(__SANITIZE_ADDRESS__)
+#define PTADVISE_SANITIZED 1
+#endif
+#ifdef PTADVISE_SANITIZED
+extern "C" const char* __asan_default_options() { return "exitcode=86"; }
+extern "C" const char* __ubsan_default_options() { return "halt_on_error=1:exitcode=86:print_stacktrace=1"; }
+#endif
 
 namespace ptadvise::cli {
 
@@ -23,7 +40,7 @@ int main(int argc, char** argv) {
       "ptadvise finds the known performance mistakes of PyTorch training runs in profiler traces,\n"
       "estimates what each one costs per step, ranks them and tells you the fix."};
   app.name("ptadvise");
-  app.set_version_flag("--version", std::string("ptadvise ") + PTADVISE_VERSION);
+  add_version_flag(app);
   app.require_subcommand(1);
   app.footer(
       "Exit codes: 0 clean, 1 findings at or above --fail-on, 2 usage/config/rule/trace input error,\n"
@@ -33,11 +50,25 @@ int main(int argc, char** argv) {
   add_rules_commands(app);
   add_diff_command(app);
   add_run_command(app);
+  add_report_command(app);
+  add_generate_commands(app);  // last: they describe the commands above
   try {
     app.parse(argc, argv);
+  } catch (const CLI::Success& e) {  // --help, --version
+    return app.exit(e);
   } catch (const CLI::ParseError& e) {
-    int code = app.exit(e);
-    return code == 0 ? 0 : kExitInputError;
+    // One line in the shape of every other error, with the probable intent, then where to read more.
+    std::string message = unknown_argument(app, argc, argv);
+    if (message.empty()) message = e.what();
+    if (!message.empty() && message.back() == '\n') message.pop_back();
+    print_error(message);
+    std::cerr << "Run `ptadvise --help` or `ptadvise COMMAND --help` for usage.\n";
+    return kExitInputError;
+  } catch (const std::bad_alloc&) {
+    // Whatever ran out (a trace too large for the memory limit, a hostile input): one line, exit 2.
+    print_error("out of memory (the input needs more memory than this process may use; see PTADVISE_MEMORY_LIMIT "
+                "in docs/TRACE_LOADING.md)");
+    return kExitInputError;
   }
   std::fflush(stdout);
   return exit_code();

@@ -20,7 +20,7 @@ endforeach()
 install(TARGETS ptadvise RUNTIME DESTINATION bin)
 # Rule files only: their fixture traces (*.tests/) are for the project's own tests.
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/rules.d/ DESTINATION ${PTADVISE_DATA_DESTINATION}/rules.d
-  FILES_MATCHING PATTERN "*.yaml" PATTERN "*.yml")
+  FILES_MATCHING PATTERN "*.yaml" PATTERN "*.yml" PATTERN "*.tests" EXCLUDE)
 # Every file of data/ (tables such as the kernel classification), whatever is added there.
 if(IS_DIRECTORY ${PROJECT_SOURCE_DIR}/data)
   install(DIRECTORY ${PROJECT_SOURCE_DIR}/data/ DESTINATION ${PTADVISE_DATA_DESTINATION}/data

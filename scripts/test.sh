@@ -8,8 +8,9 @@ bash "$root/scripts/install-deps.sh" --test
 if [[ "${SANITIZE:-0}" == 1 ]]; then
   export BUILD_DIR=${BUILD_DIR:-$root/build-asan}
   bash "$root/scripts/build.sh" -DPTADVISE_WERROR=ON -DPTADVISE_TESTS=ON -DPTADVISE_SANITIZE=ON
-  export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1}
-  export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
+  # Exit 86 on a sanitizer report: distinct from 1 (findings), so no test expecting findings passes on a crash.
+  export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:exitcode=86}
+  export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1:exitcode=86}
 else
   export BUILD_DIR=${BUILD_DIR:-$root/build}
   bash "$root/scripts/build.sh" -DPTADVISE_WERROR=ON -DPTADVISE_TESTS=ON -DPTADVISE_SANITIZE=OFF

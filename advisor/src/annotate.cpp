@@ -1,21 +1,21 @@
 // `--annotate OUT`: a copy of the trace with the findings on their own track, for Perfetto.
 // The original bytes are streamed through unchanged; our events are spliced in at the start of
 // `traceEvents` (or of the top-level array in the 2020 form), so nothing of the original is re-encoded.
+#include <unistd.h>
 #include <zlib.h>
 
 #include <cstdio>
 #include <filesystem>
 #include <memory>
 
-#include "format.h"
+#include "json_doc.h"
 #include "ptadvise/advisor.h"
+#include "ptadvise/io.h"
 
 namespace ptadvise {
 
 namespace {
 
-using format::fixed;
-using format::jstr;
 
 // A process id no real trace uses (Linux pids stay below 2^22; Kineto GPU pids are device indices),
 // small enough for viewers that keep pids in 32 bits.
@@ -89,80 +89,90 @@ class InsertionFinder {
   std::string key_;
 };
 
+// The annotated copy, written to a temporary file next to OUT and renamed over it when complete.
 class Output {
  public:
-  explicit Output(const std::string& path) {
+  explicit Output(const std::string& path) : file_(path) {
     gzip_ = path.size() > 3 && path.compare(path.size() - 3, 3, ".gz") == 0;
+    if (file_.error()) return;
     if (gzip_) {
-      gz_ = gzopen(path.c_str(), "wb6");
-    } else {
-      file_ = std::fopen(path.c_str(), "wb");
+      int fd = dup(file_.fd());  // gzclose closes its own descriptor; the file keeps its own for fsync
+      gz_ = fd >= 0 ? gzdopen(fd, "wb6") : nullptr;
+      if (gz_ == nullptr && fd >= 0) ::close(fd);
     }
   }
-  ~Output() { close(); }
   Output(const Output&) = delete;
   Output& operator=(const Output&) = delete;
-  bool ok() const { return (gzip_ ? gz_ != nullptr : file_ != nullptr) && !failed_; }
+  bool ok() const { return !file_.error() && (!gzip_ || gz_ != nullptr) && !failed_; }
   void write(const char* data, size_t size) {
     if (size == 0 || !ok()) return;
     if (gzip_) {
       failed_ = gzwrite(gz_, data, static_cast<unsigned>(size)) != static_cast<int>(size);
     } else {
-      failed_ = std::fwrite(data, 1, size, file_) != size;
+      failed_ = !file_.write(std::string_view(data, size));
     }
   }
   void write(const std::string& text) { write(text.data(), text.size()); }
-  bool close() {
+  // Completes the file and renames it over OUT. Returns an error phrase, or nullopt.
+  std::optional<std::string> commit() {
     bool good = ok();
-    if (gz_) good = gzclose(gz_) == Z_OK && good;
-    if (file_) good = std::fclose(file_) == 0 && good;
+    if (gz_ != nullptr) good = gzclose(gz_) == Z_OK && good;
     gz_ = nullptr;
-    file_ = nullptr;
-    return good;
+    if (!good) return file_.error() ? file_.error() : std::optional<std::string>("write error");
+    return file_.commit();
+  }
+  ~Output() {
+    if (gz_ != nullptr) gzclose(gz_);  // not committed: AtomicFile removes the temporary file
   }
 
  private:
+  AtomicFile file_;
   bool gzip_ = false;
   bool failed_ = false;
   gzFile gz_ = nullptr;
-  std::FILE* file_ = nullptr;
 };
 
 }  // namespace
 
 std::string annotation_events(const std::vector<Finding>& findings) {
+  using jsondoc::Json;
   std::string out;
-  auto add = [&](const std::string& event) {
+  auto add = [&](const Json& event) {
     if (!out.empty()) out += ",\n";
-    out += event;
+    out += jsondoc::dump(event, -1);
   };
-  const std::string pid = std::to_string(kFindingsPid);
   bool any = false;
   for (const auto& f : findings) any = any || !f.evidence.empty();
   if (!any) return out;
-  add("{\"ph\": \"M\", \"name\": \"process_name\", \"pid\": " + pid +
-      ", \"tid\": 0, \"args\": {\"name\": \"ptadvise findings\"}}");
-  add("{\"ph\": \"M\", \"name\": \"process_sort_index\", \"pid\": " + pid + ", \"tid\": 0, \"args\": {\"sort_index\": -1}}");
+  add({{"ph", "M"}, {"name", "process_name"}, {"pid", kFindingsPid}, {"tid", 0}, {"args", {{"name", "ptadvise findings"}}}});
+  add({{"ph", "M"}, {"name", "process_sort_index"}, {"pid", kFindingsPid}, {"tid", 0}, {"args", {{"sort_index", -1}}}});
   for (size_t k = 0; k < findings.size(); ++k) {
     const Finding& f = findings[k];
     if (f.evidence.empty()) continue;
     // One track per finding, in rank order.
-    std::string tid = std::to_string(f.rank > 0 ? f.rank : static_cast<int>(k + 1));
-    std::string label = "#" + tid + " " + f.rule_id + " " + f.rule_name;
-    add("{\"ph\": \"M\", \"name\": \"thread_name\", \"pid\": " + pid + ", \"tid\": " + tid + ", \"args\": {\"name\": " +
-        jstr(label) + "}}");
-    add("{\"ph\": \"M\", \"name\": \"thread_sort_index\", \"pid\": " + pid + ", \"tid\": " + tid +
-        ", \"args\": {\"sort_index\": " + tid + "}}");
+    const int tid = f.rank > 0 ? f.rank : static_cast<int>(k + 1);
+    const std::string label = "#" + std::to_string(tid) + " " + f.rule_id + " " + f.rule_name;
+    add({{"ph", "M"}, {"name", "thread_name"}, {"pid", kFindingsPid}, {"tid", tid}, {"args", {{"name", label}}}});
+    add({{"ph", "M"}, {"name", "thread_sort_index"}, {"pid", kFindingsPid}, {"tid", tid}, {"args", {{"sort_index", tid}}}});
     for (const auto& e : f.evidence) {
-      double dur_us = std::max(static_cast<double>(e.dur_ns) / 1000.0, 0.001);
-      std::string args = "{\"rule\": " + jstr(f.rule_id) + ", \"name\": " + jstr(f.rule_name) +
-                         ", \"message\": " + jstr(f.message) + ", \"fix\": " + jstr(f.fix) +
-                         ", \"saving_ms_per_step\": " + fixed(f.saving_ms_per_step, 3) +
-                         ", \"fingerprint\": " + jstr(f.fingerprint) + ", \"event\": " + jstr(e.event) +
-                         ", \"track\": " + jstr(e.track) + "}";
-      add("{\"ph\": \"X\", \"cat\": \"ptadvise\", \"name\": " + jstr(f.rule_id + " " + f.rule_name) +
-          ", \"pid\": " + pid + ", \"tid\": " + tid + ", \"ts\": " + std::to_string(e.abs_ts_us) +
-          ", \"dur\": " + fixed(dur_us, 3) + ", \"args\": " + args + "}");
+      // The file's own ts, so the marker sits on the event in any viewer (Perfetto never adds
+      // baseTimeNanoseconds); at least 1 ns long so that zero-length evidence stays visible.
+      Json args = {{"rule", f.rule_id},
+                   {"name", f.rule_name},
+                   {"message", f.message},
+                   {"fix", f.fix},
+                   {"saving_ms_per_step", jsondoc::number(f.saving_ms_per_step, 3)},
+                   {"fingerprint", f.fingerprint},
+                   {"event", e.event},
+                   {"track", e.track}};
+      add({{"ph", "X"},
+           {"cat", "ptadvise"},
+           {"name", f.rule_id + " " + f.rule_name},
+           {"pid", kFindingsPid},
+           {"tid", tid},
+           {"ts", jsondoc::number(static_cast<double>(e.file_ts_ns) / 1000.0, 3)},
+           {"dur", jsondoc::number(std::max(static_cast<double>(e.dur_ns) / 1000.0, 0.001), 3)},
+           {"args", std::move(args)}});
     }
   }
   return out;
@@ -176,8 +186,7 @@ std::optional<AnnotateError> write_annotated_trace(const std::string& trace_path
   std::unique_ptr<gzFile_s, int (*)(gzFile)> in_guard(in, gzclose);
   gzbuffer(in, 1 << 20);
 
-  const std::string temp_path = out_path + ".tmp";
-  Output out(temp_path);
+  Output out(out_path);
   if (!out.ok()) return AnnotateError{out_path + ": cannot write the annotated trace"};
 
   const std::string events = annotation_events(findings);
@@ -190,8 +199,6 @@ std::optional<AnnotateError> write_annotated_trace(const std::string& trace_path
     if (got < 0) {
       int code = 0;
       const char* message = gzerror(in, &code);
-      out.close();
-      std::filesystem::remove(temp_path);
       return AnnotateError{trace_path + ": cannot read the trace: " + (message ? message : "read error")};
     }
     if (got == 0) break;
@@ -218,21 +225,13 @@ std::optional<AnnotateError> write_annotated_trace(const std::string& trace_path
     out.write(chunk.data() + copied_from, size - copied_from);
   }
   if (phase == Phase::Searching) {
-    out.close();
-    std::filesystem::remove(temp_path);
     return AnnotateError{trace_path + ": no traceEvents array found; nothing to annotate"};
   }
   if (phase == Phase::AfterBracket) {  // the file ends right after '[': cut short
     if (!events.empty()) out.write("\n" + events);
     out.write(held);
   }
-  if (!out.close()) {
-    std::filesystem::remove(temp_path);
-    return AnnotateError{out_path + ": cannot write the annotated trace"};
-  }
-  std::error_code ec;
-  std::filesystem::rename(temp_path, out_path, ec);
-  if (ec) return AnnotateError{out_path + ": cannot write the annotated trace: " + ec.message()};
+  if (auto error = out.commit()) return AnnotateError{out_path + ": cannot write the annotated trace: " + *error};
   return std::nullopt;
 }
 

@@ -1,3 +1,4 @@
+#include <fmt/format.h>
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
@@ -9,6 +10,8 @@
 #include <sstream>
 
 #include "ptadvise/advisor.h"
+#include "ptadvise/io.h"
+#include "ptadvise/yaml_budget.h"
 
 namespace ptadvise {
 
@@ -32,6 +35,7 @@ std::variant<Baseline, ConfigError> parse_baseline(const std::string& yaml_text,
   baseline.path = label;
   try {
     YAML::Node root = YAML::Load(yaml_text);
+    if (!yaml_within_budget(root)) return ConfigError{label + ": " + yaml_budget_message()};
     if (!root.IsMap()) return ConfigError{where(label, root.Mark()) + ": expected a baseline with a findings list"};
     YAML::Node version = root["version"];
     if (version && (!version.IsScalar() || version.Scalar() != "1")) {
@@ -75,11 +79,9 @@ std::variant<Baseline, ConfigError> parse_baseline(const std::string& yaml_text,
 }
 
 std::variant<Baseline, ConfigError> load_baseline(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return ConfigError{path + ": cannot read the baseline file"};
-  std::stringstream text;
-  text << in.rdbuf();
-  return parse_baseline(text.str(), path);
+  std::string text;
+  if (auto error = read_small_file(path, text)) return ConfigError{path + ": cannot read the baseline file: " + *error};
+  return parse_baseline(text, path);
 }
 
 Baseline make_baseline(const std::vector<Finding>& findings) {
@@ -104,23 +106,25 @@ Baseline make_baseline(const std::vector<Finding>& findings) {
 }
 
 void write_baseline(const Baseline& baseline, std::ostream& out) {
-  out << "# ptadvise baseline: accepted findings. `ptadvise check --baseline FILE` fails only on findings\n"
-         "# not listed here. Regenerate with `ptadvise check --write-baseline FILE`.\n"
-         "version: 1\n";
-  if (baseline.entries.empty()) {
-    out << "findings: []\n";
-    return;
-  }
-  out << "findings:\n";
+  YAML::Emitter yaml;
+  yaml << YAML::Comment("ptadvise baseline: accepted findings. `ptadvise check --baseline FILE` fails only on findings")
+       << YAML::Newline
+       << YAML::Comment("not listed here. Regenerate with `ptadvise check --write-baseline FILE`.");
+  yaml << YAML::BeginMap << YAML::Key << "version" << YAML::Value << 1 << YAML::Key << "findings" << YAML::Value;
+  if (baseline.entries.empty()) yaml << YAML::Flow;
+  yaml << YAML::BeginSeq;
   for (const auto& entry : baseline.entries) {
-    char cost[64];
-    std::snprintf(cost, sizeof cost, "%.3f", entry.saving_ms_per_step);
-    out << "  - fingerprint: \"" << json_escape(entry.fingerprint) << "\"\n"
-        << "    rule: \"" << json_escape(entry.rule_id) << "\"\n"
-        << "    name: \"" << json_escape(entry.rule_name) << "\"\n"
-        << "    site: \"" << json_escape(entry.site) << "\"\n"
-        << "    saving_ms_per_step: " << cost << "\n";
+    yaml << YAML::BeginMap;
+    yaml << YAML::Key << "fingerprint" << YAML::Value << YAML::DoubleQuoted << entry.fingerprint;
+    yaml << YAML::Key << "rule" << YAML::Value << YAML::DoubleQuoted << entry.rule_id;
+    yaml << YAML::Key << "name" << YAML::Value << YAML::DoubleQuoted << entry.rule_name;
+    yaml << YAML::Key << "site" << YAML::Value << YAML::DoubleQuoted << entry.site;
+    // A plain scalar with three decimals, so that re-written baselines do not churn on float noise.
+    yaml << YAML::Key << "saving_ms_per_step" << YAML::Value << fmt::format("{:.3f}", entry.saving_ms_per_step);
+    yaml << YAML::EndMap;
   }
+  yaml << YAML::EndSeq << YAML::EndMap;
+  out << yaml.c_str() << "\n";
 }
 
 BaselineMatch match_baseline(const Baseline& baseline, const std::vector<Finding>& findings) {

@@ -1,15 +1,21 @@
 // The `check` pipeline: configuration -> rules -> traces -> findings -> suppressions -> ranking ->
 // baseline -> outputs -> exit code. Shared by `ptadvise check` and `ptadvise run`.
+#include <sys/ioctl.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <set>
 #include <sstream>
 
+#include "progress.h"
 #include "ptadvise/advisor.h"
+#include "ptadvise/io.h"
 #include "ptadvise/loader.h"
 #include "ptadvise/rules.h"
 
@@ -29,14 +35,37 @@ struct Failure {
   std::string message;
 };
 
+bool env_set(const char* name) {
+  const char* value = std::getenv(name);
+  return value && *value && std::string_view(value) != "0";
+}
+
+// --color wins; then NO_COLOR (no-color.org), then FORCE_COLOR / CLICOLOR_FORCE (force-color.org,
+// bixense.com/clicolors), then whether stdout is a terminal.
 bool use_color(const std::string& mode, const std::ostream& out) {
   if (mode == "always") return true;
   if (mode == "never") return false;
   const char* no_color = std::getenv("NO_COLOR");
   if (no_color && *no_color) return false;
+  if (env_set("FORCE_COLOR") || env_set("CLICOLOR_FORCE")) return true;
   const char* term = std::getenv("TERM");
   if (term && std::string_view(term) == "dumb") return false;
   return &out == &std::cout && isatty(STDOUT_FILENO) == 1;
+}
+
+// Columns to wrap text to: $COLUMNS when set, else the terminal's width, else 80 (pipes, files, CI).
+size_t text_width(const std::ostream& out) {
+  if (const char* env = std::getenv("COLUMNS"); env && *env) {
+    char* end = nullptr;
+    long value = std::strtol(env, &end, 10);
+    if (end && *end == '\0' && value >= 20 && value <= 1000) return static_cast<size_t>(value);
+  }
+  winsize size{};
+  if (&out == &std::cout && isatty(STDOUT_FILENO) == 1 && ioctl(STDOUT_FILENO, TIOCGWINSZ, &size) == 0 &&
+      size.ws_col >= 20) {
+    return size.ws_col;
+  }
+  return 80;
 }
 
 // OUT for one trace of several: `out.json` -> `out.rank1.json` (`.json.gz` kept together).
@@ -52,11 +81,17 @@ std::string per_trace_path(const std::string& path, const TraceReport& trace, si
   return path + "." + tag;
 }
 
-bool write_file(const std::string& path, const std::string& text, bool append = false) {
-  std::ofstream file(path, append ? std::ios::binary | std::ios::app : std::ios::binary | std::ios::trunc);
+// Appends (for $GITHUB_STEP_SUMMARY, which other steps write too).
+bool append_file(const std::string& path, const std::string& text) {
+  std::ofstream file(path, std::ios::binary | std::ios::app);
   file << text;
   file.close();
   return static_cast<bool>(file);
+}
+
+// Reports and baselines replace their file atomically: readers and a full disk never see half a file.
+void write_output(const std::string& path, const std::string& text, const std::string& what) {
+  if (auto error = write_file_atomically(path, text)) throw Failure{path + ": cannot write the " + what + ": " + *error};
 }
 
 Config effective_config(const CheckOptions& options) {
@@ -104,7 +139,7 @@ std::vector<std::pair<OutputFormat, std::string>> parse_outputs(const CheckOptio
   for (const auto& [name, file] : options.outputs) {
     auto format = parse_output_format(name);
     if (!format) {
-      throw Failure{"--output: unknown format '" + name + "' (expected text, json, sarif, github, junit or markdown)"};
+      throw Failure{"--output: unknown format '" + name + "' (expected text, json, sarif, github, junit, markdown or html)"};
     }
     if (file.empty()) throw Failure{"--output " + name + "=FILE: the file name is missing"};
     outputs.emplace_back(*format, file);
@@ -144,6 +179,7 @@ TraceReport analyse_trace(const Timeline& timeline, const RuleSet& rules, const 
     if (!finding.trace_rank) finding.trace_rank = timeline.rank;
   }
   suppressed += apply_suppressions(trace.findings, source_root);
+  trace.prediction = predict_steps(analysis, trace.findings);  // after suppressions: fixes of reported findings
   rank_findings(trace.findings);
   trace.recoverable_ms = recoverable_ms_per_step(trace.findings, trace.step_ms);
   trace.summary = std::move(summary);
@@ -164,7 +200,7 @@ int run(const CheckOptions& options, std::ostream& out, std::ostream& err) {
   auto stdout_format = parse_output_format(options.format);
   if (!stdout_format) {
     throw Failure{"--format: unknown format '" + options.format +
-                  "' (expected text, json, sarif, github, junit or markdown)"};
+                  "' (expected text, json, sarif, github, junit, markdown or html)"};
   }
   auto outputs = parse_outputs(options);
   if (options.color != "auto" && options.color != "always" && options.color != "never") {
@@ -183,7 +219,16 @@ int run(const CheckOptions& options, std::ostream& out, std::ostream& err) {
     baseline = std::get<Baseline>(std::move(loaded));
   }
 
-  auto loaded_traces = load_traces(options.traces);
+  Progress progress(progress_wanted());
+  progress.start("loading", "files", 0);
+  uint64_t loaded_bytes = 0;
+  LoadOptions load_options;
+  load_options.on_file_loaded = [&](size_t done, size_t total, uint64_t bytes) {
+    loaded_bytes += bytes;
+    progress.update(done, total, loaded_bytes);
+  };
+  auto loaded_traces = load_traces(options.traces, load_options);
+  progress.finish();
   if (auto* error = std::get_if<LoadError>(&loaded_traces)) throw Failure{error->message};
   const auto& timelines = std::get<std::vector<Timeline>>(loaded_traces);
 
@@ -200,11 +245,18 @@ int run(const CheckOptions& options, std::ostream& out, std::ostream& err) {
     if (severity != selection.severities.end()) info.severity = severity->second;
     report.rules.push_back(std::move(info));
   }
+  progress.start("analysing", timelines.size() == 1 ? "trace" : "traces", timelines.size());
   for (const auto& timeline : timelines) {
     for (const auto& warning : timeline.stats.warnings) err << "ptadvise: warning: " << warning << "\n";
+    if (auto partial = partial_trace_problem(timeline)) {
+      if (!options.accept_partial) throw Failure{*partial};
+      err << "ptadvise: warning: " << *partial << "\n";
+    }
     report.traces.push_back(
         analyse_trace(timeline, rules, selection, kernels, report.source_root, report.suppressed));
+    progress.update(report.traces.size(), timelines.size(), 0);
   }
+  progress.finish();
 
   std::vector<Finding> all;
   for (const auto& trace : report.traces) all.insert(all.end(), trace.findings.begin(), trace.findings.end());
@@ -212,9 +264,7 @@ int run(const CheckOptions& options, std::ostream& out, std::ostream& err) {
     std::ostringstream text;
     Baseline written = make_baseline(all);
     write_baseline(written, text);
-    if (!write_file(options.write_baseline_path, text.str())) {
-      throw Failure{options.write_baseline_path + ": cannot write the baseline"};
-    }
+    write_output(options.write_baseline_path, text.str(), "baseline");
     err << "ptadvise: wrote " << written.entries.size() << " baseline entries to " << options.write_baseline_path
         << "\n";
     baseline = std::move(written);  // everything just accepted: this run passes
@@ -236,7 +286,7 @@ int run(const CheckOptions& options, std::ostream& out, std::ostream& err) {
       });
       std::ostringstream text;
       write_baseline(pruned, text);
-      if (!write_file(baseline_path, text.str())) throw Failure{baseline_path + ": cannot rewrite the baseline"};
+      write_output(baseline_path, text.str(), "pruned baseline");
       err << "ptadvise: removed " << match.stale.size() << " stale entries from " << baseline_path << "\n";
       report.stale.clear();
     }
@@ -245,21 +295,31 @@ int run(const CheckOptions& options, std::ostream& out, std::ostream& err) {
   }
 
   if (!options.annotate_path.empty()) {
+    std::set<std::string> written;  // two traces of the same rank must not overwrite each other
     for (size_t i = 0; i < report.traces.size(); ++i) {
       const TraceReport& trace = report.traces[i];
       std::string path = per_trace_path(options.annotate_path, trace, i, report.traces.size());
+      if (!written.insert(path).second) {
+        TraceReport unranked = trace;
+        unranked.rank.reset();
+        path = per_trace_path(options.annotate_path, unranked, i, report.traces.size());
+        written.insert(path);
+      }
       if (auto error = write_annotated_trace(trace.path, trace.findings, path)) throw Failure{error->message};
     }
   }
 
   PrintOptions print;
   print.color = use_color(options.color, out);
+  print.detail = options.detail;
+  print.width = text_width(out);
   bool github = *stdout_format == OutputFormat::Github;
   for (const auto& [format, file] : outputs) {
     std::ostringstream text;
-    PrintOptions file_print;  // files never get colour
+    PrintOptions file_print;  // files never get colour; their text is 80 columns wide
+    file_print.detail = options.detail;
     print_report(report, format, text, file_print);
-    if (!write_file(file, text.str())) throw Failure{file + ": cannot write the " + std::string(to_string(format)) + " report"};
+    write_output(file, text.str(), std::string(to_string(format)) + " report");
     github = github || format == OutputFormat::Github;
   }
   print_report(report, *stdout_format, out, print);
@@ -268,7 +328,7 @@ int run(const CheckOptions& options, std::ostream& out, std::ostream& err) {
     if (summary_path && *summary_path) {
       std::ostringstream text;
       print_markdown(report, text);
-      if (!write_file(summary_path, text.str(), true)) err << "ptadvise: warning: cannot append to $GITHUB_STEP_SUMMARY\n";
+      if (!append_file(summary_path, text.str())) err << "ptadvise: warning: cannot append to $GITHUB_STEP_SUMMARY\n";
     }
   }
   out.flush();
@@ -276,12 +336,16 @@ int run(const CheckOptions& options, std::ostream& out, std::ostream& err) {
   return report.failing_count() > 0 ? kFailing : kClean;
 }
 
-Timeline load_one(const std::string& path, std::ostream& err) {
+Timeline load_one(const std::string& path, bool accept_partial, std::ostream& err) {
   auto loaded = load_traces({path});
   if (auto* error = std::get_if<LoadError>(&loaded)) throw Failure{error->message};
   auto& timelines = std::get<std::vector<Timeline>>(loaded);
   if (timelines.empty()) throw Failure{path + ": no trace found"};
   for (const auto& warning : timelines.front().stats.warnings) err << "ptadvise: warning: " << warning << "\n";
+  if (auto partial = partial_trace_problem(timelines.front())) {
+    if (!accept_partial) throw Failure{*partial};
+    err << "ptadvise: warning: " << *partial << "\n";
+  }
   if (timelines.size() > 1) {
     err << "ptadvise: warning: " << path << ": " << timelines.size() << " traces; comparing the first ("
         << timelines.front().path << ")\n";
@@ -290,8 +354,8 @@ Timeline load_one(const std::string& path, std::ostream& err) {
 }
 
 int diff(const DiffOptions& options, std::ostream& out, std::ostream& err) {
-  if (options.format != "text" && options.format != "json") {
-    throw Failure{"--format: expected text or json, got '" + options.format + "'"};
+  if (options.format != "text" && options.format != "json" && options.format != "markdown") {
+    throw Failure{"--format: expected text, json or markdown, got '" + options.format + "'"};
   }
   if (!(options.max_regression_pct >= 0)) throw Failure{"--max-regression: expected a percentage >= 0"};
   CheckOptions check;
@@ -304,8 +368,8 @@ int diff(const DiffOptions& options, std::ostream& out, std::ostream& err) {
   if (auto* error = std::get_if<ConfigError>(&loaded_rules)) throw Failure{error->message};
   const RuleSet& rules = std::get<SelectedRules>(loaded_rules).rules;
 
-  Timeline base = load_one(options.base_trace, err);
-  Timeline next = load_one(options.new_trace, err);
+  Timeline base = load_one(options.base_trace, options.accept_partial, err);
+  Timeline next = load_one(options.new_trace, options.accept_partial, err);
   Analysis base_analysis = analyze(base, kernels);
   Analysis next_analysis = analyze(next, kernels);
   const auto& evaluate_options = std::get<SelectedRules>(loaded_rules).selection;
@@ -314,6 +378,8 @@ int diff(const DiffOptions& options, std::ostream& out, std::ostream& err) {
   report.max_regression_pct = options.max_regression_pct;
   if (options.format == "json") {
     print_diff_json(report, out);
+  } else if (options.format == "markdown") {
+    print_diff_markdown(report, out);
   } else {
     print_diff_text(report, out);
   }

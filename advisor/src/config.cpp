@@ -1,6 +1,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <ostream>
@@ -8,6 +9,8 @@
 #include <sstream>
 
 #include "ptadvise/advisor.h"
+#include "ptadvise/io.h"
+#include "ptadvise/yaml_budget.h"
 
 namespace ptadvise {
 
@@ -70,7 +73,7 @@ double number_of(const std::string& label, const YAML::Node& node, const std::st
   try {
     size_t used = 0;
     double value = std::stod(text, &used);
-    if (used == text.size()) return value;
+    if (used == text.size() && std::isfinite(value)) return value;  // nan would disable the rule silently
   } catch (const std::exception&) {
   }
   fail(label, node, key + ": expected a number, got '" + text + "'");
@@ -149,14 +152,10 @@ bool selector_matches(const RuleInfo& rule, std::string_view selector) {
   return std::find(rule.tags.begin(), rule.tags.end(), selector) != rule.tags.end();
 }
 
-void print_list(std::ostream& out, const char* key, const std::vector<std::string>& items) {
-  out << key << ":";
-  if (items.empty()) {
-    out << " []\n";
-    return;
-  }
-  out << "\n";
-  for (const auto& item : items) out << "  - " << item << "\n";
+void emit_list(YAML::Emitter& yaml, const char* key, const std::vector<std::string>& items) {
+  yaml << YAML::Key << key << YAML::Value;
+  if (items.empty()) yaml << YAML::Flow;
+  yaml << items;
 }
 
 }  // namespace
@@ -164,7 +163,9 @@ void print_list(std::ostream& out, const char* key, const std::vector<std::strin
 std::variant<Config, ConfigError> parse_config(const std::string& yaml_text, const std::string& label,
                                                const std::string& base_directory) {
   try {
-    return parse_document(YAML::Load(yaml_text), label, base_directory);
+    YAML::Node root = YAML::Load(yaml_text);
+    if (!yaml_within_budget(root)) return ConfigError{label + ": " + yaml_budget_message()};
+    return parse_document(root, label, base_directory);
   } catch (const ConfigFailure& failure) {
     return ConfigError{failure.message};
   } catch (const YAML::Exception& e) {
@@ -173,12 +174,12 @@ std::variant<Config, ConfigError> parse_config(const std::string& yaml_text, con
 }
 
 std::variant<Config, ConfigError> load_config(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return ConfigError{path + ": cannot read the configuration file"};
-  std::stringstream text;
-  text << in.rdbuf();
+  std::string text;
+  if (auto error = read_small_file(path, text)) {
+    return ConfigError{path + ": cannot read the configuration file: " + *error};
+  }
   std::string base = fs::path(path).parent_path().string();
-  return parse_config(text.str(), path, base);
+  return parse_config(text, path, base);
 }
 
 std::string find_config(const std::string& start_directory) {
@@ -234,8 +235,9 @@ std::variant<EvaluateOptions, ConfigError> resolve_selection(const Config& confi
     }
     if (entry.severity) options.severities[rule->id] = *entry.severity;
     for (const auto& [name, value] : entry.thresholds) {
+      const std::string& wanted = name;  // clang 14 cannot capture a structured binding
       bool known = std::any_of(rule->thresholds.begin(), rule->thresholds.end(),
-                               [&](const ThresholdInfo& t) { return t.name == name; });
+                               [&](const ThresholdInfo& t) { return t.name == wanted; });
       if (!known) {
         std::string names;
         for (const auto& t : rule->thresholds) names += (names.empty() ? "" : ", ") + t.name;
@@ -250,26 +252,32 @@ std::variant<EvaluateOptions, ConfigError> resolve_selection(const Config& confi
 }
 
 void print_config(const Config& config, std::ostream& out) {
-  out << "# effective configuration" << (config.path.empty() ? " (defaults)" : " from " + config.path) << "\n";
-  print_list(out, "select", config.select);
-  print_list(out, "extend-select", config.extend_select);
-  print_list(out, "ignore", config.ignore);
-  out << "fail-on: " << to_string(config.fail_on.value_or(Severity::Warning)) << "\n";
-  print_list(out, "rule-directories", config.rule_directories);
-  print_list(out, "kernel-families", config.kernel_families);
-  out << "source-root: " << config.source_root.value_or(".") << "\n";
-  if (config.baseline) out << "baseline: " << *config.baseline << "\n";
-  out << "rules:";
-  if (config.rules.empty()) out << " {}";
-  out << "\n";
+  YAML::Emitter yaml;
+  yaml << YAML::Comment("effective configuration" + (config.path.empty() ? std::string(" (defaults)") : " from " + config.path))
+       << YAML::BeginMap;
+  emit_list(yaml, "select", config.select);
+  emit_list(yaml, "extend-select", config.extend_select);
+  emit_list(yaml, "ignore", config.ignore);
+  yaml << YAML::Key << "fail-on" << YAML::Value << std::string(to_string(config.fail_on.value_or(Severity::Warning)));
+  emit_list(yaml, "rule-directories", config.rule_directories);
+  emit_list(yaml, "kernel-families", config.kernel_families);
+  yaml << YAML::Key << "source-root" << YAML::Value << config.source_root.value_or(".");
+  if (config.baseline) yaml << YAML::Key << "baseline" << YAML::Value << *config.baseline;
+  yaml << YAML::Key << "rules" << YAML::Value;
+  if (config.rules.empty()) yaml << YAML::Flow;
+  yaml << YAML::BeginMap;
   for (const auto& entry : config.rules) {
-    out << "  " << entry.rule << ":\n";
-    if (entry.severity) out << "    severity: " << to_string(*entry.severity) << "\n";
+    yaml << YAML::Key << entry.rule << YAML::Value << YAML::BeginMap;
+    if (entry.severity) yaml << YAML::Key << "severity" << YAML::Value << std::string(to_string(*entry.severity));
     if (!entry.thresholds.empty()) {
-      out << "    thresholds:\n";
-      for (const auto& [name, value] : entry.thresholds) out << "      " << name << ": " << value << "\n";
+      yaml << YAML::Key << "thresholds" << YAML::Value << YAML::BeginMap;
+      for (const auto& [name, value] : entry.thresholds) yaml << YAML::Key << name << YAML::Value << value;
+      yaml << YAML::EndMap;
     }
+    yaml << YAML::EndMap;
   }
+  yaml << YAML::EndMap << YAML::EndMap;
+  out << yaml.c_str() << "\n";
 }
 
 }  // namespace ptadvise

@@ -5,15 +5,12 @@
 #include <set>
 #include <unordered_map>
 
-#include "format.h"
 #include "ptadvise/advisor.h"
+#include "ptadvise/schema_versions.h"
 
 namespace ptadvise {
 
 namespace {
-
-using format::fixed;
-using format::jstr;
 
 // Sums the durations of events of one kind per distinct name (interned id first, so each name is
 // normalised once), over the events inside steps, divided by the number of steps.
@@ -56,49 +53,6 @@ std::vector<TimeChange> biggest_changes(const std::map<std::string, double>& bas
   return changes;
 }
 
-std::string signed_ms(double ms) { return (ms >= 0 ? "+" : "") + fixed(ms, 3) + " ms"; }
-
-std::string signed_pct(double pct) { return (pct >= 0 ? "+" : "") + fixed(pct, 1) + "%"; }
-
-void print_changes_text(const char* title, const std::vector<TimeChange>& changes, std::ostream& out) {
-  out << title << (changes.empty() ? ": no change\n" : ":\n");
-  for (const auto& c : changes) {
-    out << "  " << signed_ms(c.delta_ms()) << "  " << c.name << "  (" << fixed(c.base_ms_per_step, 3) << " -> "
-        << fixed(c.new_ms_per_step, 3) << " ms)\n";
-  }
-}
-
-void print_findings_text(const char* title, char sign, const std::vector<Finding>& findings, std::ostream& out) {
-  out << title << " (" << findings.size() << ")" << (findings.empty() ? "\n" : ":\n");
-  for (const auto& f : findings) {
-    out << "  " << sign << " " << f.rule_id << " " << f.rule_name << ": " << describe_site(f.site) << " (~"
-        << fixed(f.saving_ms_per_step, 3) << " ms per step)\n";
-  }
-}
-
-void print_changes_json(const std::vector<TimeChange>& changes, std::ostream& out) {
-  out << "[";
-  for (size_t i = 0; i < changes.size(); ++i) {
-    const auto& c = changes[i];
-    out << (i ? ",\n" : "\n") << "    {\"name\": " << jstr(c.name) << ", \"base_ms_per_step\": " << fixed(c.base_ms_per_step, 3)
-        << ", \"new_ms_per_step\": " << fixed(c.new_ms_per_step, 3) << ", \"delta_ms\": " << fixed(c.delta_ms(), 3)
-        << "}";
-  }
-  out << (changes.empty() ? "]" : "\n  ]");
-}
-
-void print_findings_json(const std::vector<Finding>& findings, std::ostream& out) {
-  out << "[";
-  for (size_t i = 0; i < findings.size(); ++i) {
-    const auto& f = findings[i];
-    out << (i ? ",\n" : "\n") << "    {\"fingerprint\": " << jstr(f.fingerprint) << ", \"rule_id\": " << jstr(f.rule_id)
-        << ", \"rule_name\": " << jstr(f.rule_name) << ", \"severity\": " << jstr(to_string(f.severity))
-        << ", \"site\": " << jstr(describe_site(f.site)) << ", \"saving_ms_per_step\": "
-        << fixed(f.saving_ms_per_step, 3) << "}";
-  }
-  out << (findings.empty() ? "]" : "\n  ]");
-}
-
 }  // namespace
 
 std::map<std::string, double> kernel_ms_per_step(const Analysis& analysis) {
@@ -132,38 +86,6 @@ DiffReport diff_analyses(const Analysis& base, std::vector<Finding> base_finding
   diff.kernels = biggest_changes(kernel_ms_per_step(base), kernel_ms_per_step(next), top_n);
   diff.ops = biggest_changes(cpu_op_ms_per_step(base), cpu_op_ms_per_step(next), top_n);
   return diff;
-}
-
-void print_diff_text(const DiffReport& diff, std::ostream& out) {
-  out << "ptadvise diff: " << diff.base_path << " -> " << diff.new_path << "\n";
-  out << "step time: " << fixed(diff.base_step_ms, 3) << " ms -> " << fixed(diff.new_step_ms, 3) << " ms ("
-      << signed_pct(diff.step_change_pct) << "); "
-      << (diff.regressed() ? "REGRESSION above " : "within ") << fixed(diff.max_regression_pct, 1) << "%\n\n";
-  print_findings_text("findings that appeared", '+', diff.appeared, out);
-  print_findings_text("findings that disappeared", '-', diff.disappeared, out);
-  out << "\n";
-  print_changes_text("GPU kernel time per step, biggest changes", diff.kernels, out);
-  print_changes_text("CPU op time per step (inclusive), biggest changes", diff.ops, out);
-}
-
-void print_diff_json(const DiffReport& diff, std::ostream& out) {
-  out << "{\n";
-  out << "  \"base\": " << jstr(diff.base_path) << ",\n";
-  out << "  \"new\": " << jstr(diff.new_path) << ",\n";
-  out << "  \"base_step_ms\": " << fixed(diff.base_step_ms, 3) << ",\n";
-  out << "  \"new_step_ms\": " << fixed(diff.new_step_ms, 3) << ",\n";
-  out << "  \"step_change_pct\": " << fixed(diff.step_change_pct, 2) << ",\n";
-  out << "  \"max_regression_pct\": " << fixed(diff.max_regression_pct, 2) << ",\n";
-  out << "  \"regressed\": " << (diff.regressed() ? "true" : "false") << ",\n";
-  out << "  \"appeared\": ";
-  print_findings_json(diff.appeared, out);
-  out << ",\n  \"disappeared\": ";
-  print_findings_json(diff.disappeared, out);
-  out << ",\n  \"kernels\": ";
-  print_changes_json(diff.kernels, out);
-  out << ",\n  \"ops\": ";
-  print_changes_json(diff.ops, out);
-  out << "\n}\n";
 }
 
 }  // namespace ptadvise

@@ -1,11 +1,13 @@
 // Small formatting helpers shared by the printers (private to advisor/).
 #pragma once
 
+#include <fmt/format.h>
+
 #include <cmath>
 #include <cstdio>
 #include <string>
-#include <vector>
 #include <string_view>
+#include <vector>
 
 #include "ptadvise/advisor.h"
 
@@ -14,15 +16,50 @@ namespace ptadvise::format {
 // Fixed decimals; NaN and infinities (which JSON cannot carry) print as 0.
 inline std::string fixed(double value, int decimals) {
   if (!std::isfinite(value)) value = 0;
-  char text[64];
-  std::snprintf(text, sizeof text, "%.*f", decimals, value);
-  if (std::string_view(text).find_first_not_of("-0.") == std::string_view::npos && text[0] == '-') {
-    return text + 1;  // "-0.000" reads as a mistake
-  }
+  std::string text = fmt::format("{:.{}f}", value, decimals);
+  if (text[0] == '-' && text.find_first_not_of("-0.") == std::string::npos) text.erase(0, 1);  // "-0.000" reads as a mistake
   return text;
 }
 
-inline std::string jstr(std::string_view text) { return "\"" + json_escape(text) + "\""; }
+// Text from a trace (event names, paths) made safe to show: C0 and C1 control characters and DEL, which
+// a terminal or a CI log would act on (ESC sequences, a CR that rewrites the line, ::commands after a
+// newline), become visible `\xNN` escapes. Newlines and tabs stay when `keep_newlines`.
+inline std::string visible(std::string_view text, bool keep_newlines = false) {
+  std::string out;
+  out.reserve(text.size());
+  for (size_t i = 0; i < text.size(); ++i) {
+    auto u = static_cast<unsigned char>(text[i]);
+    if (u == 0xC2 && i + 1 < text.size() && static_cast<unsigned char>(text[i + 1]) >= 0x80 &&
+        static_cast<unsigned char>(text[i + 1]) <= 0x9F) {  // U+0080..U+009F, the C1 controls (CSI is U+009B)
+      out += fmt::format("\\u{:04x}", static_cast<unsigned char>(text[++i]));
+    } else if ((u < 0x20 && !(keep_newlines && (u == '\n' || u == '\t'))) || u == 0x7F) {
+      out += fmt::format("\\x{:02x}", u);
+    } else {
+      out += static_cast<char>(u);
+    }
+  }
+  return out;
+}
+
+// A Markdown table cell: no pipes or line breaks, no control characters.
+inline std::string md_cell(std::string_view text) {
+  std::string out;
+  for (char c : visible(text, /*keep_newlines=*/true)) {
+    if (c == '|') {
+      out += "\\|";
+    } else if (c == '\n' || c == '\t') {
+      out += ' ';
+    } else {
+      out += c;
+    }
+  }
+  return out;
+}
+
+inline std::string md_code(std::string_view text) {
+  if (text.find('`') != std::string_view::npos) return "``" + md_cell(text) + "``";
+  return "`" + md_cell(text) + "`";
+}
 
 inline std::string trace_label(const TraceReport& trace) {
   std::string label = trace.path;
@@ -96,10 +133,20 @@ inline std::string source_text(const Finding& finding) {
   return text;
 }
 
+// A trace timestamp in µs as the file writes it: "1700000000123" or "88511388.202" (ns kept, trailing
+// zeros dropped), so that it can be searched for in a viewer and lines up with the file's events.
+inline std::string ts_us_text(int64_t ns) {
+  if (ns < 0) return "-" + ts_us_text(-ns);  // before the file's zero: the sign on the whole value
+  if (ns % 1000 == 0) return std::to_string(ns / 1000);
+  std::string text = fmt::format("{}.{:03}", ns / 1000, ns % 1000);
+  while (text.back() == '0') text.pop_back();
+  return text;
+}
+
 inline std::string evidence_text(const Evidence& evidence) {
   std::string text;
   if (evidence.step_number >= 0) text += "step " + std::to_string(evidence.step_number) + ", ";
-  text += "ts " + std::to_string(evidence.abs_ts_us) + " us";
+  text += "ts " + ts_us_text(evidence.file_ts_ns) + " us";
   if (!evidence.track.empty()) text += " on " + evidence.track;
   text += ": " + evidence.event + " (" + fixed(static_cast<double>(evidence.dur_ns) / 1e6, 3) + " ms)";
   return text;

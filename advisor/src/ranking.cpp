@@ -22,15 +22,6 @@ std::tuple<int, std::string, std::string> stable_key(const Finding& finding) {
   return {finding.site.source ? finding.site.source->line : 0, finding.site.detail, finding.message};
 }
 
-// What a finding claims: its source line when known, else its op and GPU op.
-std::string claim_key(const Finding& finding) {
-  if (finding.site.source) {
-    return "src\x1f" + finding.site.source->file + "\x1f" + std::to_string(finding.site.source->line);
-  }
-  if (finding.site.op.empty() && finding.site.kernel.empty()) return "rule\x1f" + finding.rule_id + finding.site.detail;
-  return "op\x1f" + finding.site.op + "\x1f" + finding.site.kernel;
-}
-
 }  // namespace
 
 void rank_findings(std::vector<Finding>& findings) {
@@ -55,16 +46,12 @@ void rank_findings(std::vector<Finding>& findings) {
   for (size_t i = 0; i < findings.size(); ++i) findings[i].rank = static_cast<int>(i + 1);
 }
 
-double recoverable_ms_per_step(const std::vector<Finding>& findings, double step_ms) {
-  std::map<std::string, double> largest_per_claim;
-  for (const auto& finding : findings) {
-    double saving = std::max(0.0, finding.saving_ms_per_step);
-    double& slot = largest_per_claim[claim_key(finding)];
-    slot = std::max(slot, saving);
-  }
+double recoverable_ms_per_step(const std::vector<Finding>& findings, double /*step_ms*/) {
+  // The evaluator's claims already keep findings apart: each idle gap and GPU op is claimed once and the
+  // savings of one trace never add up to more than its step (docs/ANALYSIS.md, "The step ledger"). So the
+  // sum is shown as it is, never capped here.
   double total = 0;
-  for (const auto& [key, saving] : largest_per_claim) total += saving;
-  if (step_ms > 0) total = std::min(total, step_ms);
+  for (const auto& finding : findings) total += std::max(0.0, finding.saving_ms_per_step);
   return total;
 }
 

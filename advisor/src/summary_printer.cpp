@@ -1,5 +1,9 @@
 // Renders a Summary as text or JSON. No analysis here: only formatting of the computed figures.
 #include "ptadvise/summary_printer.h"
+#include "ptadvise/schema_versions.h"
+
+#include "json_doc.h"
+#include "summary_doc.h"
 
 #include <charconv>
 #include <cmath>
@@ -71,240 +75,16 @@ double idle_ms_of(const Summary& summary, IdleCause cause) {
   return 0;
 }
 
-// A small JSON writer: objects, arrays and scalars with optional indentation.
-class JsonWriter {
- public:
-  explicit JsonWriter(int indent) : indent_(indent) {}
+// Six decimals are more than any figure here needs; NaN and infinities are null.
+jsondoc::Json figure(double value) { return std::isfinite(value) ? jsondoc::number(value, 6) : jsondoc::Json(nullptr); }
 
-  void begin_object() { open('{'); }
-  void end_object() { close('}'); }
-  void begin_array() { open('['); }
-  void end_array() { close(']'); }
-  void key(std::string_view name) {
-    separate();
-    string_literal(name);
-    out_ += indent_ > 0 ? ": " : ":";
-    after_key_ = true;
-  }
-  void value(std::string_view text) {
-    separate();
-    string_literal(text);
-  }
-  void value(const char* text) { value(std::string_view(text)); }
-  void value(double number) {
-    separate();
-    if (!std::isfinite(number)) {
-      out_ += "null";
-      return;
-    }
-    // Six decimals are more than any figure here needs; trailing zeros are dropped.
-    double rounded = std::round(number * 1e6) / 1e6;
-    if (rounded == 0) rounded = 0;  // no "-0"
-    char buffer[64];
-    auto result = std::to_chars(buffer, buffer + sizeof buffer, rounded);
-    out_.append(buffer, result.ptr);
-  }
-  void value(int64_t number) {
-    separate();
-    out_ += std::to_string(number);
-  }
-  void null() {
-    separate();
-    out_ += "null";
-  }
-  const std::string& text() const { return out_; }
-
- private:
-  void open(char bracket) {
-    separate();
-    out_ += bracket;
-    first_.push_back(true);
-  }
-  void close(char bracket) {
-    bool empty = first_.back();
-    first_.pop_back();
-    if (!empty) newline();
-    out_ += bracket;
-  }
-  void separate() {
-    if (after_key_) {
-      after_key_ = false;
-      return;
-    }
-    if (first_.empty()) return;
-    if (!first_.back()) out_ += ',';
-    first_.back() = false;
-    newline();
-  }
-  void newline() {
-    if (indent_ <= 0) return;
-    out_ += '\n';
-    out_.append(first_.size() * static_cast<size_t>(indent_), ' ');
-  }
-  void string_literal(std::string_view text) {
-    out_ += '"';
-    for (char c : text) {
-      switch (c) {
-        case '"':
-          out_ += "\\\"";
-          break;
-        case '\\':
-          out_ += "\\\\";
-          break;
-        case '\n':
-          out_ += "\\n";
-          break;
-        case '\r':
-          out_ += "\\r";
-          break;
-        case '\t':
-          out_ += "\\t";
-          break;
-        default:
-          if (static_cast<unsigned char>(c) < 0x20) {
-            char buffer[8];
-            std::snprintf(buffer, sizeof buffer, "\\u%04x", static_cast<unsigned>(static_cast<unsigned char>(c)));
-            out_ += buffer;
-          } else {
-            out_ += c;
-          }
-      }
-    }
-    out_ += '"';
-  }
-
-  int indent_;
-  std::string out_;
-  std::vector<bool> first_;
-  bool after_key_ = false;
-};
-
-void write_stats(JsonWriter& json, const std::vector<KernelStat>& stats) {
-  json.begin_array();
+jsondoc::Json stats_document(const std::vector<KernelStat>& stats) {
+  jsondoc::Json list = jsondoc::Json::array();
   for (const KernelStat& stat : stats) {
-    json.begin_object();
-    json.key("name");
-    json.value(stat.name);
-    json.key("count");
-    json.value(stat.count);
-    json.key("total_ms");
-    json.value(static_cast<double>(stat.total_ns) / 1e6);
-    json.end_object();
+    list.push_back(
+        {{"name", stat.name}, {"count", stat.count}, {"total_ms", figure(static_cast<double>(stat.total_ns) / 1e6)}});
   }
-  json.end_array();
-}
-
-void write_summary(JsonWriter& json, const Summary& summary) {
-  json.begin_object();
-  json.key("path");
-  json.value(summary.path);
-  json.key("rank");
-  if (summary.rank) {
-    json.value(static_cast<int64_t>(*summary.rank));
-  } else {
-    json.null();
-  }
-  json.key("devices");
-  json.begin_array();
-  for (const DeviceInfo& device : summary.devices) {
-    json.begin_object();
-    json.key("id");
-    json.value(static_cast<int64_t>(device.id));
-    json.key("name");
-    json.value(device.name);
-    json.key("compute_capability");
-    if (device.compute_major >= 0) {
-      json.value(std::to_string(device.compute_major) + "." + std::to_string(std::max(device.compute_minor, 0)));
-    } else {
-      json.null();
-    }
-    json.key("total_memory_bytes");
-    json.value(device.total_global_mem);
-    json.key("sms");
-    json.value(static_cast<int64_t>(device.num_sms));
-    json.end_object();
-  }
-  json.end_array();
-  json.key("steps");
-  json.begin_object();
-  json.key("count");
-  json.value(static_cast<int64_t>(summary.step_count));
-  json.key("source");
-  json.value(to_string(summary.step_source));
-  json.key("note");
-  json.value(summary.step_note);
-  json.key("steady");
-  json.value(static_cast<int64_t>(summary.steady_steps));
-  json.key("warmup");
-  json.value(static_cast<int64_t>(summary.warmup_steps));
-  json.key("last_partial");
-  json.value(static_cast<int64_t>(summary.last_step_partial ? 1 : 0));
-  json.key("warmup_note");
-  json.value(summary.warmup_note);
-  json.key("period_ms");
-  json.value(summary.step_period_ms);
-  json.key("median_ms");
-  json.value(summary.median_step_ms);
-  json.key("p90_ms");
-  json.value(summary.p90_step_ms);
-  json.end_object();
-  json.key("span_ms");
-  json.value(summary.span_ms);
-  json.key("gpu_busy_pct");
-  json.value(summary.gpu_busy_pct);
-  json.key("compute_busy_pct");
-  json.value(summary.compute_busy_pct);
-  json.key("communication_pct");
-  json.value(summary.communication_pct);
-  json.key("copy_pct");
-  json.value(summary.copy_pct);
-  json.key("idle_pct");
-  json.value(summary.idle_pct);
-  json.key("gpu_time_ms");
-  json.begin_object();
-  json.key("compute");
-  json.value(summary.compute_ms);
-  json.key("communication");
-  json.value(summary.communication_ms);
-  json.key("memcpy");
-  json.value(summary.memcpy_ms);
-  json.key("memset");
-  json.value(summary.memset_ms);
-  json.key("idle");
-  json.value(summary.idle_ms);
-  json.end_object();
-  json.key("idle_causes_ms");
-  json.begin_object();
-  for (IdleCause cause : {IdleCause::Sync, IdleCause::DataLoader, IdleCause::LaunchBound, IdleCause::CpuWork,
-                          IdleCause::Untraced}) {
-    json.key(to_string(cause));
-    json.value(idle_ms_of(summary, cause));
-  }
-  json.end_object();
-  json.key("kernel_count");
-  json.value(summary.kernel_count);
-  json.key("kernels_per_step");
-  json.value(summary.kernels_per_step);
-  json.key("tiny_kernel_pct");
-  json.value(summary.tiny_kernel_pct);
-  json.key("top_kernels");
-  write_stats(json, summary.top_kernels);
-  json.key("top_cpu_ops");
-  write_stats(json, summary.top_cpu_ops);
-  json.key("load");
-  json.begin_object();
-  json.key("bytes");
-  json.value(static_cast<int64_t>(summary.load.bytes));
-  json.key("events");
-  json.value(static_cast<int64_t>(summary.load.events_seen));
-  json.key("malformed_events");
-  json.value(static_cast<int64_t>(summary.load.malformed_events));
-  json.key("warnings");
-  json.begin_array();
-  for (const std::string& warning : summary.load.warnings) json.value(warning);
-  json.end_array();
-  json.end_object();
-  json.end_object();
+  return list;
 }
 
 }  // namespace
@@ -336,6 +116,20 @@ std::string summary_text(const Summary& summary) {
     line("GPU share", format("compute %.1f%%", summary.compute_busy_pct) +
                           format(" | communication %.1f%%", summary.communication_pct) +
                           format(" | copies %.1f%%", summary.copy_pct) + format(" | idle %.1f%%", summary.idle_pct));
+    if (summary.device_shares.size() > 1) {
+      for (const DeviceShare& share : summary.device_shares) {
+        line("", "device " + std::to_string(share.device) + format(": compute %.1f%%", share.compute_busy_pct) +
+                     format(" | communication %.1f%%", share.communication_pct) +
+                     format(" | copies %.1f%%", share.copy_pct) + format(" | idle %.1f%%", share.idle_pct));
+      }
+    }
+    std::string families;
+    for (size_t f = 0; f < kKernelFamilyCount; ++f) {
+      if (summary.family_ms_per_step[f] <= 0) continue;
+      families += (families.empty() ? "" : " | ") + std::string(to_string(static_cast<KernelFamily>(f))) + " " +
+                  ms(summary.family_ms_per_step[f]);
+    }
+    if (!families.empty()) line("kernel time", families + " per step (docs/KERNEL_FAMILIES.md)");
     line("GPU time", "compute " + ms(summary.compute_ms) + " | communication " + ms(summary.communication_ms) +
                          " | memcpy " + ms(summary.memcpy_ms) + " | memset " + ms(summary.memset_ms) + " | idle " +
                          ms(summary.idle_ms));
@@ -358,18 +152,106 @@ std::string summary_text(const Summary& summary) {
   return out;
 }
 
+jsondoc::Json summary_document(const Summary& summary) {
+  using jsondoc::Json;
+  Json devices = Json::array();
+  for (const DeviceInfo& device : summary.devices) {
+    Json capability = nullptr;
+    if (device.compute_major >= 0) {
+      capability = std::to_string(device.compute_major) + "." + std::to_string(std::max(device.compute_minor, 0));
+    }
+    devices.push_back({{"id", device.id},
+                       {"name", device.name},
+                       {"compute_capability", capability},
+                       {"total_memory_bytes", device.total_global_mem},
+                       {"sms", device.num_sms}});
+  }
+  Json idle_causes = Json::object();
+  for (IdleCause cause : {IdleCause::Sync, IdleCause::DataLoader, IdleCause::LaunchBound, IdleCause::CpuWork,
+                          IdleCause::Untraced}) {
+    idle_causes[std::string(to_string(cause))] = figure(idle_ms_of(summary, cause));
+  }
+  Json document;
+  document["schema_version"] = kSummarySchemaVersion;
+  document["path"] = summary.path;
+  document["rank"] = summary.rank ? Json(*summary.rank) : Json(nullptr);
+  document["devices"] = std::move(devices);
+  document["steps"] = {{"count", summary.step_count},
+                       {"source", to_string(summary.step_source)},
+                       {"note", summary.step_note},
+                       {"steady", summary.steady_steps},
+                       {"warmup", summary.warmup_steps},
+                       {"last_partial", summary.last_step_partial ? 1 : 0},
+                       {"warmup_note", summary.warmup_note},
+                       {"period_ms", figure(summary.step_period_ms)},
+                       {"median_ms", figure(summary.median_step_ms)},
+                       {"p90_ms", figure(summary.p90_step_ms)}};
+  document["span_ms"] = figure(summary.span_ms);
+  document["gpu_busy_pct"] = figure(summary.gpu_busy_pct);
+  document["compute_busy_pct"] = figure(summary.compute_busy_pct);
+  document["communication_pct"] = figure(summary.communication_pct);
+  document["copy_pct"] = figure(summary.copy_pct);
+  document["idle_pct"] = figure(summary.idle_pct);
+  document["gpu_time_ms"] = {{"compute", figure(summary.compute_ms)},
+                             {"communication", figure(summary.communication_ms)},
+                             {"memcpy", figure(summary.memcpy_ms)},
+                             {"memset", figure(summary.memset_ms)},
+                             {"idle", figure(summary.idle_ms)}};
+  Json device_shares = Json::array();
+  for (const DeviceShare& share : summary.device_shares) {
+    device_shares.push_back({{"device", share.device},
+                             {"compute_busy_pct", figure(share.compute_busy_pct)},
+                             {"communication_pct", figure(share.communication_pct)},
+                             {"copy_pct", figure(share.copy_pct)},
+                             {"idle_pct", figure(share.idle_pct)},
+                             {"compute_ms_per_step", figure(share.compute_ms)},
+                             {"communication_ms_per_step", figure(share.communication_ms)},
+                             {"copy_ms_per_step", figure(share.copy_ms)},
+                             {"idle_ms_per_step", figure(share.idle_ms)}});
+  }
+  document["device_shares"] = std::move(device_shares);
+  Json families = Json::object();
+  for (size_t f = 0; f < kKernelFamilyCount; ++f) {
+    families[std::string(to_string(static_cast<KernelFamily>(f)))] = figure(summary.family_ms_per_step[f]);
+  }
+  document["kernel_family_ms_per_step"] = std::move(families);
+  document["idle_causes_ms"] = std::move(idle_causes);
+  document["kernel_count"] = summary.kernel_count;
+  document["kernels_per_step"] = figure(summary.kernels_per_step);
+  document["tiny_kernel_pct"] = figure(summary.tiny_kernel_pct);
+  document["top_kernels"] = stats_document(summary.top_kernels);
+  document["top_cpu_ops"] = stats_document(summary.top_cpu_ops);
+  Json per_step = Json::array();
+  for (const StepBreakdown& step : summary.steps) {
+    Json idle = Json::object();
+    for (IdleCause cause : {IdleCause::Sync, IdleCause::DataLoader, IdleCause::LaunchBound, IdleCause::CpuWork,
+                            IdleCause::Untraced}) {
+      idle[std::string(to_string(cause))] = figure(step.idle_ms[static_cast<int>(cause)]);
+    }
+    per_step.push_back({{"number", step.number},
+                        {"period_ms", figure(step.period_ms)},
+                        {"steady", step.steady},
+                        {"compute_ms", figure(step.compute_ms)},
+                        {"communication_ms", figure(step.communication_ms)},
+                        {"copy_ms", figure(step.copy_ms)},
+                        {"idle_ms", std::move(idle)}});
+  }
+  document["per_step"] = std::move(per_step);
+  document["load"] = {{"bytes", summary.load.bytes},
+                      {"events", summary.load.events_seen},
+                      {"malformed_events", summary.load.malformed_events},
+                      {"warnings", summary.load.warnings}};
+  return document;
+}
+
 std::string summary_json(const Summary& summary, int indent) {
-  JsonWriter json(indent);
-  write_summary(json, summary);
-  return json.text();
+  return jsondoc::dump(summary_document(summary), indent > 0 ? indent : -1);
 }
 
 std::string summaries_json(const std::vector<Summary>& summaries, int indent) {
-  JsonWriter json(indent);
-  json.begin_array();
-  for (const Summary& summary : summaries) write_summary(json, summary);
-  json.end_array();
-  return json.text();
+  jsondoc::Json list = jsondoc::Json::array();
+  for (const Summary& summary : summaries) list.push_back(summary_document(summary));
+  return jsondoc::dump(list, indent > 0 ? indent : -1);
 }
 
 }  // namespace ptadvise

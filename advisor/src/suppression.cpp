@@ -1,8 +1,10 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <sstream>
 
 #include "ptadvise/advisor.h"
+#include "ptadvise/io.h"
 
 namespace ptadvise {
 
@@ -19,9 +21,12 @@ const std::vector<std::string>& file_lines(std::map<std::string, std::vector<std
                                            const std::string& path) {
   auto [it, inserted] = cache.try_emplace(path);
   if (inserted) {
-    std::ifstream in(path, std::ios::binary);
-    std::string line;
-    while (in && std::getline(in, line)) it->second.push_back(line);
+    std::string text;
+    if (!read_small_file(path, text)) {
+      std::istringstream in(text);
+      std::string line;
+      while (std::getline(in, line)) it->second.push_back(line);
+    }
   }
   return it->second;
 }

@@ -10,7 +10,6 @@ through a temporary file and a rename. The program's exit status is kept.
 
 import os
 import runpy
-import socket
 import sys
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
@@ -18,6 +17,7 @@ if _HERE not in sys.path:
     sys.path.append(_HERE)
 
 import ptadvise_shim  # noqa: E402  (needs the path above)
+from ptadvise_names import trace_file_name  # noqa: E402
 
 ptadvise_shim.install()  # idempotent; covers interpreters started without site (-S, -I)
 
@@ -27,24 +27,6 @@ def _int_env(name, default):
         return int(os.environ.get(name, default))
     except ValueError:
         return default
-
-
-def _first_int_env(names):
-    for name in names:
-        value = os.environ.get(name, "")
-        if value.isdigit():
-            return int(value)
-    return None
-
-
-def trace_file_name():
-    """Same naming as the CUPTI capture: <host>_<pid>[.rank-R].pt.trace.json."""
-    host = "".join(c if c.isalnum() or c in "-." else "-" for c in socket.gethostname()) or "host"
-    rank = _first_int_env(("RANK", "OMPI_COMM_WORLD_RANK", "SLURM_PROCID", "PMI_RANK"))
-    name = "%s_%d" % (host, os.getpid())
-    if rank is not None:
-        name += ".rank-%d" % rank
-    return name + ".pt.trace.json"
 
 
 def _usage():

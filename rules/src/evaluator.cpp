@@ -2,12 +2,14 @@
 // Every pass is linear in the events (plus ancestor walks); names are matched once per interned string.
 #include <algorithm>
 #include <cmath>
+#include <cctype>
 #include <cstdio>
 #include <limits>
 #include <unordered_map>
 
 #include "ledger_text.h"
 #include "rule_model.h"
+#include "step_claims.h"
 
 namespace ptadvise {
 
@@ -77,7 +79,15 @@ std::string format_number(double value) {
   } else if (magnitude >= 0.1) {
     std::snprintf(buffer, sizeof buffer, "%.2f", value);
   } else {
-    std::snprintf(buffer, sizeof buffer, "%.3g", value);
+    // Three significant digits in plain decimals ("0.00008", never "8e-05"), trailing zeros dropped.
+    int decimals = std::min(12, 2 - static_cast<int>(std::floor(std::log10(magnitude))));
+    std::snprintf(buffer, sizeof buffer, "%.*f", decimals, value);
+    std::string text = buffer;
+    if (text.find('.') != std::string::npos) {
+      while (text.back() == '0') text.pop_back();
+      if (text.back() == '.') text.pop_back();
+    }
+    return text;
   }
   return buffer;
 }
@@ -109,8 +119,9 @@ struct TrackIndex {
 
 class Evaluator {
  public:
-  Evaluator(const Analysis& analysis, std::vector<uint8_t>& claimed)
-      : a_(analysis), tl_(*analysis.timeline), ev_(analysis.timeline->events), claimed_(claimed) {
+  Evaluator(const Analysis& analysis, std::vector<uint8_t>& claimed, StepClaims& step_claims)
+      : a_(analysis), tl_(*analysis.timeline), ev_(analysis.timeline->events), claimed_(claimed),
+        step_claims_(step_claims) {
     // Per-step figures describe the steady-state steps: divided by their count, percentages by their
     // mean period (never a mean over one set of steps divided by a median over another).
     steps_ = std::max<size_t>(1, a_.steady_step_count());
@@ -598,9 +609,9 @@ class Evaluator {
 
   // After a blocking call returns, the GPU stays idle until the host has queued new work; the ledger charges
   // that refill time to whatever the host does meanwhile (cpu-work, untraced, launch-bound). It is the
-  // blocking call's cost too, so a matched gap takes the following gaps of its idle stretch until the GPU
-  // starts the work of the host's next launch (the end of the stretch) — stopping earlier at host work that
-  // launches nothing (its own cause, host-bound CPU work) and at a gap with a culprit of its own.
+  // blocking call's cost too, so a matched gap takes the following gaps of its idle stretch up to the host's
+  // next launch — never across host work that launches nothing (its own cause, host-bound CPU work) or a
+  // gap with a culprit of its own, and nothing when the host launches nothing before the stretch ends.
   void extend_to_refill(const Metric& metric, std::vector<std::vector<uint32_t>>& out) const {
     std::vector<uint32_t> owner(a_.idle.size(), kNone);
     for (uint32_t g = 0; g < out.size(); ++g) {
@@ -609,19 +620,34 @@ class Evaluator {
     const uint32_t refill_causes = (1u << static_cast<unsigned>(IdleCause::CpuWork)) |
                                    (1u << static_cast<unsigned>(IdleCause::Untraced)) |
                                    (1u << static_cast<unsigned>(IdleCause::LaunchBound));
-    for (uint32_t k = 0; k + 1 < a_.idle.size(); ++k) {
-      if (owner[k] == kNone) continue;
-      uint32_t next = k + 1;
-      const IdleGap& current = a_.idle[k];
-      const IdleGap& following = a_.idle[next];
-      if (!contiguous(current, following) || owner[next] != kNone) continue;
-      if (((refill_causes >> static_cast<unsigned>(following.cause)) & 1u) == 0) continue;
-      // Bounded: never across host work that launches nothing (its own cause); the stretch itself ends
-      // when the GPU starts what the host's next launch queued.
-      if (!following.queues_work) continue;
-      if (!metric.include_claimed && claimed_[next]) continue;
-      owner[next] = owner[k];  // the loop reaches `next` and may extend further
-      out[owner[k]].push_back(next);
+    const size_t count = a_.idle.size();
+    std::vector<uint8_t> matched(count, 0);
+    for (uint32_t k = 0; k < count; ++k) matched[k] = owner[k] != kNone;
+    for (uint32_t k = 0; k < count; ++k) {
+      if (!matched[k]) continue;
+      // Walk the rest of the stretch while the host is on its way to a launch, up to host work that launches
+      // nothing or a culprit of its own. A stretch that ends without the host ever launching again (a
+      // harness's sync, then nothing) was not refilled by anything: it adds no refill.
+      uint32_t last_launch = k, last = k;
+      bool stopped = false;
+      for (uint32_t next = k + 1; next < count; ++next) {
+        const IdleGap& following = a_.idle[next];
+        if (!contiguous(a_.idle[next - 1], following)) break;  // the end of the stretch
+        const bool eligible = owner[next] == kNone &&
+                              ((refill_causes >> static_cast<unsigned>(following.cause)) & 1u) != 0 &&
+                              (metric.include_claimed || !claimed_[next]) && following.queues_work;
+        if (!eligible) {
+          stopped = true;
+          break;
+        }
+        last = next;
+        if (following.launching) last_launch = next;
+      }
+      const uint32_t end = stopped || last_launch != k ? last : k;
+      for (uint32_t next = k + 1; next <= end; ++next) {
+        owner[next] = owner[k];
+        out[owner[k]].push_back(next);
+      }
     }
     for (auto& gaps : out) std::sort(gaps.begin(), gaps.end());
   }
@@ -828,7 +854,13 @@ class Evaluator {
         case TemplatePart::Kind::SiteKernel: out += site.kernel; break;
         case TemplatePart::Kind::SiteName: out += site.detail; break;
         case TemplatePart::Kind::SiteSource:
-          out += site.source ? site.source->file + ":" + std::to_string(site.source->line) : "(no Python stack)";
+          if (site.source) {
+            out += site.source->file + ":" + std::to_string(site.source->line);
+          } else if (out.size() >= 4 && out.compare(out.size() - 4, 4, " at ") == 0) {
+            out.erase(out.size() - 4);  // "… at {site.source}" without a stack: say nothing rather than "at (no Python stack)"
+          } else {
+            out += "(no Python stack)";
+          }
           break;
         case TemplatePart::Kind::SiteChain: {
           std::string chain;
@@ -839,6 +871,10 @@ class Evaluator {
         case TemplatePart::Kind::Idle: out += idle_breakdown(); break;
         case TemplatePart::Kind::IdleCulprits: out += idle_culprits(); break;
       }
+    }
+    // "1 times per step" reads as a mistake.
+    for (size_t at = out.find("1 times per"); at != std::string::npos; at = out.find("1 times per", at + 1)) {
+      if (at == 0 || (!std::isdigit(static_cast<unsigned char>(out[at - 1])) && out[at - 1] != '.')) out.replace(at, 7, "once");
     }
     return out;
   }
@@ -887,7 +923,7 @@ class Evaluator {
       evidence.step = step(e);
       if (evidence.step < a_.steps.size()) evidence.step_number = a_.steps[evidence.step].number;
       evidence.ts_ns = ev_.ts_ns[e];
-      evidence.abs_ts_us = (tl_.origin_ns + ev_.ts_ns[e]) / 1000;
+      evidence.file_ts_ns = tl_.file_origin_ns + ev_.ts_ns[e];
       evidence.dur_ns = ev_.dur_ns[e];
       evidence.event = std::string(tl_.name(e));
       evidence.track = track_text(e);
@@ -904,16 +940,32 @@ class Evaluator {
     finding.time_ms_per_step = metric_named("time_ms");
     finding.steps_present_pct = metric_named("steps_present_pct");
 
-    double saving = 0;
+    // Time terms count only GPU ops no earlier finding claimed, within the GPU bound and the step that are
+    // left (step_claims.h); what is asked for beyond that is said in the method.
+    double gpu_ms = 0, other_ms = 0;
+    std::vector<const std::vector<EventIndex>*> gpu_events;
     for (const auto& term : rule.saving) {
       if (term.when && !holds(*term.when)) continue;
+      if (rule.metrics[term.metric].kind == MetricKind::Time) {
+        const auto& events = events_of(rule.metrics[term.metric]);
+        StepClaims::Time time = step_claims_.time_of(events, static_cast<double>(steps_));
+        gpu_ms += term.factor * time.gpu_ms;
+        other_ms += term.factor * time.host_ms;
+        if (term.factor != 0) gpu_events.push_back(&events);
+        continue;
+      }
       double v = value(term.metric);
-      if (!std::isnan(v)) saving += term.factor * v;
+      if (!std::isnan(v)) other_ms += term.factor * v;
     }
-    finding.saving_ms_per_step = std::max(0.0, saving);
+    const StepClaims::Grant granted = step_claims_.grant(gpu_ms, other_ms);
+    finding.saving_ms_per_step = granted.total_ms;
     finding.saving_pct = step_period_ms_ > 0 ? finding.saving_ms_per_step / step_period_ms_ * 100.0 : 0.0;
     finding.saving_method = rule.saving_method;
+    if (granted.total_ms + 5e-4 < std::max(0.0, gpu_ms + other_ms)) {
+      finding.saving_method += " " + limited_note(gpu_ms, other_ms, granted);
+    }
     finding.confidence = rule.confidence;
+    for (const auto& spec : rule.transform.steps) finding.fixes.push_back({spec, group.events, info.id, rule.transform.method});
     // The noise floor: a rule that estimates a saving reports only savings above both minimums (rules
     // whose saving is 0 by design report facts, never fail a gate, and are exempt).
     below_noise_floor_ = false;
@@ -932,6 +984,7 @@ class Evaluator {
     }
     finding.message = render(rule.message, finding.site);
 
+    step_claims_.commit(gpu_events, granted);
     // Claim the ledger gaps this finding counted, so later rules cannot count them again.
     for (size_t m = 0; m < rule.metrics.size(); ++m) {
       const Metric& metric = rule.metrics[m];
@@ -947,10 +1000,24 @@ class Evaluator {
     return finding;
   }
 
+  // Why a saving is below what the rule's terms ask for, for the finding's method.
+  std::string limited_note(double gpu_ms, double other_ms, const StepClaims::Grant& granted) const {
+    std::string note = "Limited to " + format_number(granted.total_ms) + " of " + format_number(gpu_ms + other_ms) +
+                       " ms per step:";
+    if (granted.gpu_ms + 5e-4 < gpu_ms) {
+      note += " faster GPU work shortens this step by at most " + format_number(a_.gpu_bound_ns_per_step() / 1e6) +
+              " ms (the rest of the step is the host's own work), shared with earlier findings;";
+    }
+    if (granted.total_ms + 5e-4 < granted.gpu_ms + other_ms) note += " earlier findings claimed the rest of the step;";
+    note.back() = '.';
+    return note;
+  }
+
   const Analysis& a_;
   const Timeline& tl_;
   const Events& ev_;
   std::vector<uint8_t>& claimed_;
+  StepClaims& step_claims_;
   std::vector<int64_t> stretch_ns_;  // per ledger entry: length of the idle stretch it belongs to
   size_t steps_ = 1;
   double step_period_ms_ = 0;
@@ -1006,7 +1073,8 @@ std::vector<Finding> evaluate(const RuleSet& rules, const Analysis& analysis, co
   for (const DeviceInfo& device : timeline.devices) has_properties = has_properties || device.compute_major >= 0;
   Coverage counted;
   std::vector<uint8_t> claimed(analysis.idle.size(), 0);
-  Evaluator evaluator(analysis, claimed);
+  StepClaims step_claims(analysis);
+  Evaluator evaluator(analysis, claimed, step_claims);
   // Root causes (`order: first`) claim idle time before the rules for its symptoms; catch-all rules
   // (`order: last`) run after the specific ones and see only the idle time left unclaimed.
   for (int pass = 0; pass < 3; ++pass) {
@@ -1037,6 +1105,7 @@ std::vector<Finding> evaluate(const RuleSet& rules, const Analysis& analysis, co
       findings.insert(findings.end(), std::make_move_iterator(found.begin()), std::make_move_iterator(found.end()));
     }
   }
+  predict_findings(analysis, findings);  // savings by replay for rules that declare a transform (predict.cpp)
   std::sort(counted.not_run.begin(), counted.not_run.end());
   if (coverage) *coverage = counted;
   return findings;

@@ -6,6 +6,31 @@
 #include <string>
 
 namespace ptadvise {
+namespace {
+
+std::optional<double> scale(double value, std::string_view unit, QuantityKind kind) {
+  if (kind == QuantityKind::Plain) {
+    if (!unit.empty()) return std::nullopt;
+    return value;
+  }
+  if (kind == QuantityKind::Duration) {
+    if (unit == "ns") return value;
+    if (unit == "us") return value * 1e3;
+    if (unit == "ms") return value * 1e6;
+    if (unit == "s") return value * 1e9;
+    return std::nullopt;
+  }
+  if (unit.empty() || unit == "B") return value;
+  if (unit == "KB") return value * 1e3;
+  if (unit == "MB") return value * 1e6;
+  if (unit == "GB") return value * 1e9;
+  if (unit == "KiB") return value * 1024.0;
+  if (unit == "MiB") return value * 1024.0 * 1024.0;
+  if (unit == "GiB") return value * 1024.0 * 1024.0 * 1024.0;
+  return std::nullopt;
+}
+
+}  // namespace
 
 std::optional<double> parse_quantity(std::string_view text, QuantityKind kind) {
   while (!text.empty() && (text.front() == ' ' || text.front() == '\t')) text.remove_prefix(1);
@@ -28,25 +53,11 @@ std::optional<double> parse_quantity(std::string_view text, QuantityKind kind) {
   if (parsed_end != number.c_str() + number.size() || !std::isfinite(value)) return std::nullopt;
   std::string_view unit = text.substr(end);
   while (!unit.empty() && unit.front() == ' ') unit.remove_prefix(1);
-  if (kind == QuantityKind::Plain) {
-    if (!unit.empty()) return std::nullopt;
-    return value;
-  }
-  if (kind == QuantityKind::Duration) {
-    if (unit == "ns") return value;
-    if (unit == "us") return value * 1e3;
-    if (unit == "ms") return value * 1e6;
-    if (unit == "s") return value * 1e9;
-    return std::nullopt;
-  }
-  if (unit.empty() || unit == "B") return value;
-  if (unit == "KB") return value * 1e3;
-  if (unit == "MB") return value * 1e6;
-  if (unit == "GB") return value * 1e9;
-  if (unit == "KiB") return value * 1024.0;
-  if (unit == "MiB") return value * 1024.0 * 1024.0;
-  if (unit == "GiB") return value * 1024.0 * 1024.0 * 1024.0;
-  return std::nullopt;
+  const std::optional<double> scaled = scale(value, unit, kind);
+  // 1e300 s is finite until it meets its unit: a threshold must still be a finite number after scaling.
+  if (!scaled || !std::isfinite(*scaled)) return std::nullopt;
+  return scaled;
 }
 
 }  // namespace ptadvise
+

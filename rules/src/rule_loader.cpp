@@ -1,5 +1,6 @@
 // Loading and validating rule files (docs/RULE_LANGUAGE.md). Every problem becomes one RuleError line
 // naming the file, line, column and key; nothing here ever aborts on bad input.
+#include <sys/stat.h>
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
@@ -13,6 +14,8 @@
 #include <set>
 #include <sstream>
 
+#include "ptadvise/io.h"
+#include "ptadvise/yaml_budget.h"
 #include "quantity.h"
 #include "rule_model.h"
 
@@ -90,6 +93,8 @@ class Reader {
     if (!parsed || *parsed < 0) {
       fail(node, key, "expected a duration with a unit (ns, us, ms, s), got '" + value + "'");
     }
+    // Beyond int64 nanoseconds the conversion would wrap to a negative duration that matches everything.
+    if (*parsed > 4.6e18) fail(node, key, "duration out of range (at most 4.6e9 s), got '" + value + "'");
     return static_cast<int64_t>(std::llround(*parsed));
   }
   // A string or a list of strings.
@@ -183,7 +188,7 @@ class RuleCompiler {
   void compile(RuleInfo& info, CompiledRule& rule) {
     r_.expect_map(root_, "",
                   {"id", "name", "severity", "tags", "summary", "fix", "docs", "order", "thresholds", "select",
-                   "group", "metrics", "when", "message", "saving", "tests"});
+                   "group", "metrics", "when", "message", "saving", "tests", "transform"});
     for (const char* required : {"id", "name", "severity", "tags", "summary", "fix", "docs", "select", "message",
                                  "saving"}) {
       if (!root_[required]) r_.fail(root_, required, "missing required key");
@@ -225,12 +230,17 @@ class RuleCompiler {
     if (auto when = root_["when"]) rule.when = compile_condition(rule, when, "when");
     rule.message = compile_template(rule, root_["message"], "message");
     compile_saving(rule);
+    if (auto transform = root_["transform"]) {
+      if (auto error = parse_transform(transform, rule.transform)) r_.fail_at(error->mark, error->key, error->what);
+    }
     compile_tests(rule);
 
     for (const auto& threshold : rule.thresholds) {
       info.thresholds.push_back({threshold.name, threshold.value, threshold.unit, threshold.doc});
     }
     info.saving_method = rule.saving_method;
+    info.transform = describe_transform(rule.transform);
+    info.transform_method = rule.transform.method;
     info.needs = needs_of(rule);
   }
 
@@ -572,7 +582,7 @@ class RuleCompiler {
         }
         case ArgOp::DimNotMultipleOf: {
           predicate.number = r_.number(value, field_key);
-          if (predicate.number < 1 || predicate.number != std::floor(predicate.number)) {
+          if (predicate.number < 1 || predicate.number > 1e15 || predicate.number != std::floor(predicate.number)) {
             r_.fail(value, field_key, "expected a positive integer");
           }
           break;
@@ -1075,6 +1085,7 @@ void add_rule(RuleSet& set, std::vector<RuleInfo>& infos, std::vector<std::uniqu
   } catch (const YAML::Exception& e) {
     reader.fail_at(e.mark, "yaml", e.msg);
   }
+  if (!yaml_within_budget(root)) reader.fail_at(YAML::Mark::null_mark(), "yaml", yaml_budget_message());
   if (!root.IsMap()) reader.fail(root, "rule", "expected a mapping with id, name, severity, ... (see docs/RULE_LANGUAGE.md)");
   RuleInfo info;
   auto rule = std::make_unique<CompiledRule>();
@@ -1145,21 +1156,34 @@ std::variant<RuleSet, RuleError> load_rules(const std::vector<std::string>& dire
     std::error_code ec;
     if (!fs::is_directory(directory, ec)) return RuleError{directory + ": not a rule directory"};
     std::vector<fs::path> files;
+    // Symlinked directories are followed, each real directory once: a link to an ancestor would loop.
+    std::set<std::pair<dev_t, ino_t>> seen_directories;
+    auto first_visit = [&seen_directories](const fs::path& path) {
+      struct stat info {};
+      return stat(path.c_str(), &info) != 0 || seen_directories.emplace(info.st_dev, info.st_ino).second;
+    };
+    first_visit(directory);
     for (fs::recursive_directory_iterator it(directory, fs::directory_options::follow_directory_symlink, ec), end;
          !ec && it != end; it.increment(ec)) {
-      if (it->is_regular_file(ec) && (it->path().extension() == ".yaml" || it->path().extension() == ".yml")) {
+      std::error_code type_error;
+      if (it->is_directory(type_error)) {
+        if (!first_visit(it->path())) it.disable_recursion_pending();
+        continue;
+      }
+      if (it->is_regular_file(type_error) &&
+          (it->path().extension() == ".yaml" || it->path().extension() == ".yml")) {
         files.push_back(it->path());
       }
     }
     if (ec) return RuleError{directory + ": cannot list rule files: " + ec.message()};
     std::sort(files.begin(), files.end());
     for (const auto& path : files) {
-      std::ifstream in(path, std::ios::binary);
-      std::ostringstream content;
-      content << in.rdbuf();
-      if (!in) return RuleError{path.string() + ": cannot read the rule file"};
+      std::string content;
+      if (auto error = read_small_file(path.string(), content)) {
+        return RuleError{path.string() + ": cannot read the rule file: " + *error};
+      }
       try {
-        add_rule(set, set.infos_, set.compiled_, content.str(), path.string());
+        add_rule(set, set.infos_, set.compiled_, content, path.string());
       } catch (const Failure& failure) {
         return RuleError{failure.message};
       }

@@ -11,6 +11,7 @@
 #include "name_matcher.h"
 #include "ptadvise/finding.h"
 #include "ptadvise/rules.h"
+#include "transform_spec.h"
 
 namespace ptadvise {
 
@@ -159,6 +160,7 @@ struct CompiledRule {
   bool order_last = false;
   bool order_first = false;  // `order: first`: root causes that explain other rules' symptoms claim idle first
   std::vector<RuleTest> tests;
+  RuleTransform transform;  // `transform:` (transform_spec.h)
 };
 
 }  // namespace ptadvise

@@ -2,7 +2,8 @@
 """Independent computation of `ptadvise summary` figures, for tests/unit/trace/test_corpus_summary.cpp.
 
 Plain json/gzip, no ptadvise code: a straightforward re-implementation of the definitions in
-docs/ANALYSIS.md (steps, GPU extent by launch, busy union, kernels per step, tiny-kernel share).
+docs/ANALYSIS.md (steps, GPU extent by launch, busy union, kernels per step, tiny-kernel share, and the
+compute / communication / copy shares per device, with kernel families from tests/tools/kernel_families.py).
 Prints one line per trace with the numbers the C++ test asserts.
 
     python3 tests/tools/summary_expectations.py ../shared/traces/FILE.json.gz ...
@@ -12,6 +13,8 @@ import decimal
 import gzip
 import json
 import sys
+
+import kernel_families
 
 CPU_CATS = {None, "", "cpu_op", "Operator", "user_annotation"}
 HOST_CATS = {None, "", "cpu_op", "Operator", "user_annotation", "python_function", "cuda_runtime", "Runtime",
@@ -278,6 +281,47 @@ def gpu_device(e):
     return as_int(e.get("args", {}).get("device", -1))
 
 
+def merge(intervals):
+    merged = []
+    for a, b in sorted(intervals):
+        if merged and a <= merged[-1][1]:
+            merged[-1][1] = max(merged[-1][1], b)
+        else:
+            merged.append([a, b])
+    return merged
+
+
+def device_shares(gpu_ops, windows, steady):
+    """Per device, the steady windows split into compute, communication, copies and idle: each moment is
+    counted once, in that order (compute first). Returns {device: (compute, communication, copy, idle)} in %."""
+    span = sum(windows[i][1] - windows[i][0] for i in steady)
+    by_device = collections.defaultdict(lambda: [[], [], [], []])
+    family = {}
+    for e in gpu_ops:
+        kind = ACTIVITY[e.get("cat")]
+        if kind == "kernel":
+            name = e.get("name", "")
+            if name not in family:
+                family[name] = kernel_families.classify(name)
+            category = 1 if family[name] == "communication" else 0
+        else:
+            category = 2 if kind == "memcpy" else 3
+        start = ns(e["ts"])
+        by_device[gpu_device(e)][category].append((start, start + max(0, ns(e.get("dur", 0)))))
+    shares = {}
+    for device, categories in by_device.items():
+        cumulative, before, own = [], 0, []
+        for intervals in categories:
+            cumulative = merge([tuple(x) for x in cumulative] + intervals)
+            covered = sum(max(0, min(b, windows[i][1]) - max(a, windows[i][0]))
+                          for i in steady for a, b in cumulative)
+            own.append(covered - before)
+            before = covered
+        pct = [100.0 * x / span if span > 0 else 0.0 for x in (own[0], own[1], own[2] + own[3], span - before)]
+        shares[device] = tuple(pct)
+    return shares
+
+
 def summarize(path):
     events = [e for e in load(path) if isinstance(e, dict)]
     runtime_by_corr = {}
@@ -490,7 +534,14 @@ def summarize(path):
     kernels = len(counted)
     tiny = sum(1 for e in counted if max(0, ns(e.get("dur", 0))) < 10000)
     steady_periods = [periods[i] for i in steady]
+    shares = device_shares(gpu_ops, windows, steady) if steady else {}
+    average = [sum(v[k] for v in shares.values()) / len(shares) if shares else 0.0 for k in range(4)]
     return {
+        "compute_busy_pct": average[0],
+        "communication_pct": average[1],
+        "copy_pct": average[2],
+        "idle_pct": average[3],
+        "device_shares": shares,
         "steps": n,
         "source": source,
         "steady": len(steady),
@@ -508,4 +559,6 @@ if __name__ == "__main__":
         print(f"{trace.rsplit('/', 1)[-1]}: steps={r['steps']} source={r['source']} steady={r['steady']} "
               f"period_ms={r['period_ms']:.6f} median_ms={r['median_ms']:.6f} "
               f"gpu_busy_pct={r['gpu_busy_pct']:.6f} kernels_per_step={r['kernels_per_step']:.6f} "
-              f"tiny_kernel_pct={r['tiny_kernel_pct']:.6f}")
+              f"tiny_kernel_pct={r['tiny_kernel_pct']:.6f} compute_busy_pct={r['compute_busy_pct']:.6f} "
+              f"communication_pct={r['communication_pct']:.6f} copy_pct={r['copy_pct']:.6f} "
+              f"idle_pct={r['idle_pct']:.6f}")

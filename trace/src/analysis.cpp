@@ -78,12 +78,6 @@ uint16_t classify_name(std::string_view name) {
   if (name == "Stream Sync" || name == "Event Sync" || name == "Context Sync" || name == "Device Sync") {
     classes |= kHostSyncRecord;
   }
-  std::string_view bare = name;
-  if (bare.starts_with("void ")) bare.remove_prefix(5);
-  if (bare.starts_with("nccl") || bare.starts_with("rccl") || name.find("ncclKernel_") != std::string_view::npos ||
-      name.find("ncclDevKernel_") != std::string_view::npos) {
-    classes |= kCommunication;
-  }
   return classes;
 }
 
@@ -111,6 +105,7 @@ Analysis analyze(const Timeline& timeline, const KernelClassifier& kernels) {
   detail::compute_busy(timeline, analysis);
   detail::compute_step_windows(analysis);
   detail::build_idle_ledger(timeline, names, analysis);
+  detail::build_step_ledger(timeline, names, analysis);
   return analysis;
 }
 
@@ -283,6 +278,17 @@ int64_t Analysis::total_idle_ns() const {
   int64_t total = 0;
   for (const IdleGap& gap : idle) total += gap.duration_ns();
   return total;
+}
+
+double Analysis::gpu_bound_ns_per_step() const {
+  double total = 0;
+  size_t count = 0;
+  for (uint32_t s = 0; s < step_ledger.size(); ++s) {
+    if (!is_steady(s)) continue;
+    total += static_cast<double>(step_ledger[s].gpu_bound_ns);
+    ++count;
+  }
+  return count > 0 ? total / static_cast<double>(count) : 0.0;
 }
 
 size_t Analysis::steady_step_count() const {

@@ -3,6 +3,7 @@
 
 #include <cstdint>
 #include <string_view>
+#include <unordered_set>
 #include <vector>
 
 #include "ptadvise/analysis.h"
@@ -17,7 +18,6 @@ enum NameClass : uint16_t {
   kAsyncMemcpy = 1u << 3,    // cudaMemcpyAsync and friends: blocking when followed by a synchronize
   kLaunchCall = 1u << 4,     // runtime/driver call that queues GPU work (kernel, copy, memset, graph)
   kHostSyncRecord = 1u << 5, // cuda_sync record of a host wait: Stream/Event/Context/Device Sync
-  kCommunication = 1u << 6,  // NCCL/RCCL kernels
   kIterationStart = 1u << 7, // enumerate(DataLoader)#...__next__, Optimizer.zero_grad#...: open an iteration
   kIterationEnd = 1u << 8,   // Optimizer.step#...: closes an iteration
   kOneOffWork = 1u << 9,     // warm-up work: cudaMalloc/cudaFree, cuDNN autotuning, module loading
@@ -47,6 +47,12 @@ void measure_periods(const Timeline& timeline, const NameClasses& names, Analysi
 void compute_busy(const Timeline& timeline, Analysis& analysis);
 void compute_step_windows(Analysis& analysis);
 void build_idle_ledger(const Timeline& timeline, const NameClasses& names, Analysis& analysis);
+// Runtime/driver calls that block the host until the GPU catches up: synchronizes, synchronous copies, an
+// async copy followed by a synchronize, calls a host-wait cuda_sync record links to.
+std::unordered_set<EventIndex> blocking_calls(const Timeline& timeline, const NameClasses& names);
+// The rest of the step ledger (step_ledger.cpp): per step, GPU busy time and how much of it faster GPU
+// work could take off the step.
+void build_step_ledger(const Timeline& timeline, const NameClasses& names, Analysis& analysis);
 
 // Merges intervals in place (sorted by start first); the result is disjoint and sorted.
 void merge_intervals(std::vector<Interval>& intervals);

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <limits>
 #include <unordered_set>
+#include <vector>
 
 #include "analysis_detail.h"
 
@@ -135,11 +136,39 @@ struct Classified {
   EventIndex innermost;
 };
 
+}  // namespace
+
+// cudaMemcpyAsync followed by a synchronize on the same thread (`.item()`, `.cpu()`) blocks like a
+// synchronous copy; so does a call that a cuda_sync record shows waiting on the host.
+std::unordered_set<EventIndex> blocking_calls(const Timeline& timeline, const NameClasses& names) {
+  const Events& events = timeline.events;
+  std::unordered_set<EventIndex> blocking;
+  for (uint32_t t = 0; t < timeline.tracks.size(); ++t) {
+    if (timeline.tracks[t].kind != TrackKind::Cpu) continue;
+    EventIndex pending_copy = kNone;
+    for (EventIndex e : timeline.track_events[t]) {
+      EventKind kind = events.kind[e];
+      if (kind != EventKind::Runtime && kind != EventKind::Driver) continue;
+      if (pending_copy != kNone && events.parent[e] == pending_copy) continue;  // its driver call
+      if (pending_copy != kNone && names.has(timeline, e, kSyncCall)) blocking.insert(pending_copy);
+      pending_copy = names.has(timeline, e, kAsyncMemcpy) ? e : kNone;
+    }
+  }
+  for (EventIndex e = 0; e < events.size(); ++e) {
+    if (events.kind[e] == EventKind::Sync && events.launch[e] != kNone && names.has(timeline, e, kHostSyncRecord)) {
+      blocking.insert(events.launch[e]);
+    }
+  }
+  return blocking;
+}
+
+namespace {
+
 class LedgerBuilder {
  public:
   LedgerBuilder(const Timeline& timeline, const NameClasses& names, Analysis& analysis)
       : timeline_(timeline), events_(timeline.events), names_(names), analysis_(analysis) {
-    mark_blocking_calls();
+    blocking_ = blocking_calls(timeline, names);
     mark_launching_events();
   }
 
@@ -195,28 +224,6 @@ class LedgerBuilder {
   }
 
  private:
-  // cudaMemcpyAsync followed by a synchronize on the same thread (`.item()`, `.cpu()`) blocks like a
-  // synchronous copy; so does a call that a cuda_sync record shows waiting on the host.
-  void mark_blocking_calls() {
-    for (uint32_t t = 0; t < timeline_.tracks.size(); ++t) {
-      if (timeline_.tracks[t].kind != TrackKind::Cpu) continue;
-      EventIndex pending_copy = kNone;
-      for (EventIndex e : timeline_.track_events[t]) {
-        EventKind kind = events_.kind[e];
-        if (kind != EventKind::Runtime && kind != EventKind::Driver) continue;
-        if (pending_copy != kNone && events_.parent[e] == pending_copy) continue;  // its driver call
-        if (pending_copy != kNone && names_.has(timeline_, e, kSyncCall)) blocking_.insert(pending_copy);
-        pending_copy = names_.has(timeline_, e, kAsyncMemcpy) ? e : kNone;
-      }
-    }
-    for (EventIndex e = 0; e < events_.size(); ++e) {
-      if (events_.kind[e] == EventKind::Sync && events_.launch[e] != kNone &&
-          names_.has(timeline_, e, kHostSyncRecord)) {
-        blocking_.insert(events_.launch[e]);
-      }
-    }
-  }
-
   // Every event with a launch of GPU work inside it (the launch call and all that encloses it).
   void mark_launching_events() {
     launching_.assign(events_.size(), 0);
@@ -233,35 +240,65 @@ class LedgerBuilder {
     return innermost != kNone && innermost < launching_.size() && launching_[innermost];
   }
 
-  Classified classify(EventIndex innermost) const {
-    if (innermost == kNone) return {PieceKind::Untraced, kNone, kNone};
+  // The innermost event of each role on the chain from an event up to its outermost parent.
+  struct Chain {
     EventIndex sync = kNone, loader = kNone, launch = kNone, op = kNone, python = kNone, note = kNone,
                other_call = kNone;
+  };
+
+  // Computed once per event from its parent's chain: walking the whole chain for every piece was quadratic
+  // in the nesting depth (200k nested ops took minutes).
+  const Chain& chain_of(EventIndex innermost) const {
+    if (chains_.empty()) {
+      chains_.resize(events_.size());
+      chain_known_.assign(events_.size(), 0);
+    }
+    if (chain_known_[innermost]) return chains_[innermost];
+    std::vector<EventIndex> path;  // innermost first, up to the first event already known
+    Chain chain;
     for (EventIndex e = innermost; e != kNone; e = events_.parent[e]) {
-      EventKind kind = events_.kind[e];
-      uint16_t classes = names_.by_name[events_.name[e]];
+      if (chain_known_[e]) {
+        chain = chains_[e];
+        break;
+      }
+      path.push_back(e);
+    }
+    for (auto it = path.rbegin(); it != path.rend(); ++it) {
+      const EventIndex e = *it;
+      const EventKind kind = events_.kind[e];
+      const uint16_t classes = names_.by_name[events_.name[e]];
       if (kind == EventKind::Runtime || kind == EventKind::Driver) {
         if ((classes & kSyncCall) || blocking_.count(e)) {
-          if (sync == kNone) sync = e;
+          chain.sync = e;
         } else if (classes & kLaunchCall) {
-          if (launch == kNone) launch = e;
-        } else if (other_call == kNone) {
-          other_call = e;
+          chain.launch = e;
+        } else {
+          chain.other_call = e;
         }
       } else if (kind == EventKind::CpuOp || kind == EventKind::UserAnnotation) {
         if (classes & kDataLoader) {
-          if (loader == kNone) loader = e;
+          chain.loader = e;
         } else if (classes & kStepMarker) {
           // the step itself says nothing about what ran inside it
         } else if (kind == EventKind::CpuOp) {
-          if (op == kNone) op = e;
-        } else if (note == kNone) {
-          note = e;
+          chain.op = e;
+        } else {
+          chain.note = e;
         }
       } else if (kind == EventKind::PythonFunction) {
-        if (python == kNone) python = e;
+        chain.python = e;
       }
+      chains_[e] = chain;
+      chain_known_[e] = 1;
     }
+    return chains_[innermost];
+  }
+
+  Classified classify(EventIndex innermost) const {
+    if (innermost == kNone) return {PieceKind::Untraced, kNone, kNone};
+    const Chain& chain = chain_of(innermost);
+    const EventIndex sync = chain.sync, loader = chain.loader, launch = chain.launch, op = chain.op,
+                     python = chain.python, note = chain.note, other_call = chain.other_call;
     if (sync != kNone) return {PieceKind::Sync, op != kNone ? op : sync, innermost};
     if (loader != kNone) return {PieceKind::DataLoader, loader, innermost};
     if (launch != kNone) return {PieceKind::Launch, op != kNone ? op : launch, innermost};
@@ -301,6 +338,8 @@ class LedgerBuilder {
   std::unordered_set<EventIndex> blocking_;
   std::vector<uint8_t> launching_;  // per event: a launch of GPU work is inside it
   std::vector<Piece> pieces_;
+  mutable std::vector<Chain> chains_;  // per event, filled on first use
+  mutable std::vector<uint8_t> chain_known_;
   std::vector<Classified> classified_;
 };
 

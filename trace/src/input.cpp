@@ -5,30 +5,23 @@
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <zlib.h>
 
 #include <algorithm>
 #include <cerrno>
-#include <cstdio>
 #include <cstring>
 #include <memory>
-#include <vector>
+
+#include "ptadvise/io.h"
 
 namespace ptadvise::detail {
 namespace {
 
+constexpr size_t kTail = PaddedBuffer::kPadding + PaddedBuffer::kSpare;
+constexpr size_t kStreamChunk = size_t{1} << 20;
+
 bool is_gzip(const char* data, size_t size) {
   return size >= 2 && static_cast<unsigned char>(data[0]) == 0x1f && static_cast<unsigned char>(data[1]) == 0x8b;
-}
-
-bool allocate(PaddedBuffer& buffer, size_t size) {
-  char* bytes = new (std::nothrow) char[size + PaddedBuffer::kPadding + PaddedBuffer::kSpare];
-  if (bytes == nullptr) return false;
-  buffer.owner = std::shared_ptr<char>(bytes, std::default_delete<char[]>());
-  buffer.data = bytes;
-  buffer.size = size;
-  buffer.capacity = size + PaddedBuffer::kPadding;
-  std::memset(bytes + size, 0, PaddedBuffer::kPadding + PaddedBuffer::kSpare);
-  return true;
 }
 
 std::string with_commas(uint64_t value) {
@@ -41,8 +34,130 @@ std::string with_commas(uint64_t value) {
   return out;
 }
 
-// Inflates every gzip member in turn. The output size is unknown up front (ISIZE is only the last member's
-// size modulo 4 GiB), so it starts from a guess and doubles on LIBDEFLATE_INSUFFICIENT_SPACE.
+size_t page_round(size_t bytes) {
+  const auto page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+  return (bytes + page - 1) / page * page;
+}
+
+// An anonymous private mapping that holds the bytes: it grows without copying (mremap moves page tables)
+// and is given to the timeline as it is, so the bytes are never copied from a staging buffer. The file is
+// read into it rather than mapped: a file mapping faults with SIGBUS when the file is truncated or
+// rewritten in place while it is being read.
+class Region {
+ public:
+  Region() = default;
+  ~Region() {
+    if (data_ != nullptr) munmap(data_, length_);
+  }
+  Region(const Region&) = delete;
+  Region& operator=(const Region&) = delete;
+
+  // Room for `payload` bytes plus the zero padding. MAP_NORESERVE: untouched pages cost nothing, so a
+  // generous reservation only costs address space.
+  // `populate` when every page will be written (a file of known size): the pages are allocated in one
+  // call instead of one page fault each.
+  bool reserve(size_t payload, bool populate = false) {
+    const size_t length = page_round(payload + kTail);
+    const int flags = MAP_PRIVATE | MAP_ANONYMOUS | (populate ? MAP_POPULATE : MAP_NORESERVE);
+    void* mapped = mmap(nullptr, length, PROT_READ | PROT_WRITE, flags, -1, 0);
+    if (mapped == MAP_FAILED) return false;
+    if (data_ != nullptr) munmap(data_, length_);
+    data_ = static_cast<char*>(mapped);
+    length_ = length;
+    return true;
+  }
+  bool grow(size_t payload) {
+    const size_t length = page_round(payload + kTail);
+    if (length <= length_) return true;
+    if (data_ == nullptr) return reserve(payload);
+    void* moved = mremap(data_, length_, length, MREMAP_MAYMOVE);
+    if (moved == MAP_FAILED) return false;
+    data_ = static_cast<char*>(moved);
+    length_ = length;
+    return true;
+  }
+  char* data() const { return data_; }
+  size_t payload_capacity() const { return length_ - kTail; }
+
+  // Hands the first `size` bytes over as a padded buffer; the pages past the padding are returned.
+  PaddedBuffer release(size_t size) {
+    const size_t keep = page_round(size + kTail);
+    if (keep < length_) {
+      munmap(data_ + keep, length_ - keep);
+      length_ = keep;
+    }
+    std::memset(data_ + size, 0, kTail);
+    PaddedBuffer buffer;
+    const size_t length = length_;
+    buffer.owner = std::shared_ptr<char>(data_, [length](char* p) { munmap(p, length); });
+    buffer.data = data_;
+    buffer.size = size;
+    buffer.capacity = size + PaddedBuffer::kPadding;
+    data_ = nullptr;
+    length_ = 0;
+    return buffer;
+  }
+
+ private:
+  char* data_ = nullptr;
+  size_t length_ = 0;
+};
+
+std::string budget_hint() { return " (set PTADVISE_MEMORY_LIMIT to change the limit)"; }
+
+// The largest input this process should take on: the buffer plus the event columns (about a quarter of
+// the JSON) must fit into the memory still available.
+size_t input_budget() {
+  const size_t available = available_memory();
+  return std::min(kMaxInputBytes, available / 5 * 4);
+}
+
+std::string out_of_memory(size_t bytes, size_t budget) {
+  return "needs about " + format_bytes(bytes + bytes / 4) + " of memory, " + format_bytes(budget / 4 * 5) +
+         " available" + budget_hint();
+}
+
+// libdeflate cannot tell how far a damaged or cut stream inflates; zlib's streaming inflate can. Inflates
+// the member at `compressed` into region[produced...] as far as it goes. Returns the bytes produced and
+// sets `consumed` and `complete`.
+size_t inflate_prefix(const char* compressed, size_t compressed_size, Region& region, size_t produced,
+                      size_t max_output, size_t& consumed, bool& complete) {
+  z_stream stream{};
+  complete = false;
+  consumed = 0;
+  if (inflateInit2(&stream, 16 + MAX_WBITS) != Z_OK) return 0;
+  stream.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(compressed));
+  size_t total = 0;
+  size_t left = compressed_size;
+  while (true) {
+    const auto in_chunk = static_cast<uInt>(std::min<size_t>(left, UINT32_MAX));
+    stream.avail_in = in_chunk;
+    size_t room = region.payload_capacity() - produced - total;
+    if (room == 0) {
+      if (produced + total >= max_output || !region.grow(std::min(max_output, (produced + total) * 2 + 4096))) break;
+      room = region.payload_capacity() - produced - total;
+    }
+    const auto out_chunk = static_cast<uInt>(std::min<size_t>(room, UINT32_MAX));
+    stream.next_out = reinterpret_cast<Bytef*>(region.data() + produced + total);
+    stream.avail_out = out_chunk;
+    const int status = inflate(&stream, Z_NO_FLUSH);
+    total += out_chunk - stream.avail_out;
+    left -= in_chunk - stream.avail_in;
+    if (status == Z_STREAM_END) {
+      complete = true;
+      break;
+    }
+    if (status != Z_OK && !(status == Z_BUF_ERROR && stream.avail_out == 0)) break;  // cut short or corrupt
+    if (left == 0 && stream.avail_in == 0 && stream.avail_out != 0) break;
+  }
+  consumed = compressed_size - left;
+  inflateEnd(&stream);
+  return total;
+}
+
+// Inflates every gzip member in turn straight into the final buffer. The uncompressed size is unknown up
+// front (ISIZE is only the last member's size modulo 4 GiB), so the buffer reserves the largest size
+// allowed (address space only) and keeps what was written.
 InputResult inflate_gzip(const char* compressed, size_t compressed_size) {
   InputResult result;
   std::unique_ptr<libdeflate_decompressor, decltype(&libdeflate_free_decompressor)> decompressor(
@@ -51,23 +166,27 @@ InputResult inflate_gzip(const char* compressed, size_t compressed_size) {
     result.error = "out of memory while preparing to decompress";
     return result;
   }
-  // Deflate cannot exceed about 1032:1; anything claiming more than that is corrupt.
+  // Deflate cannot exceed about 1032:1; anything claiming more than that is corrupt. Beyond the memory
+  // available the trace could not be analysed anyway: stop there rather than die.
   const size_t ratio_cap = compressed_size > kMaxInputBytes / 1032 ? kMaxInputBytes : compressed_size * 1032 + 4096;
-  const size_t max_output = std::min(kMaxInputBytes, ratio_cap);
+  const size_t budget = input_budget();
+  const size_t max_output = std::min(ratio_cap, budget);
 
-  size_t guess = compressed_size * 8 + 4096;
-  if (compressed_size >= 18) {
-    uint32_t isize = 0;
-    std::memcpy(&isize, compressed + compressed_size - 4, 4);  // little-endian on every supported target
-    if (isize > compressed_size) guess = std::max<size_t>(guess, isize + size_t{1});
+  Region region;
+  if (!region.reserve(max_output)) {
+    size_t guess = compressed_size * 8 + 4096;
+    if (compressed_size >= 18) {
+      uint32_t isize = 0;
+      std::memcpy(&isize, compressed + compressed_size - 4, 4);  // little-endian on every supported target
+      if (isize > compressed_size) guess = std::max<size_t>(guess, isize + size_t{1});
+    }
+    if (!region.reserve(std::min(guess, max_output))) {
+      result.error = "out of memory for " + with_commas(guess) + " bytes";
+      return result;
+    }
   }
-  guess = std::min(guess, max_output);
-
-  std::vector<char> output;
   size_t produced = 0;
   size_t in_offset = 0;
-  size_t capacity = guess;
-  output.resize(capacity);
   while (in_offset < compressed_size) {
     if (!is_gzip(compressed + in_offset, compressed_size - in_offset)) {
       if (in_offset == 0) {
@@ -78,41 +197,89 @@ InputResult inflate_gzip(const char* compressed, size_t compressed_size) {
     }
     size_t in_used = 0;
     size_t out_used = 0;
-    libdeflate_result status = libdeflate_gzip_decompress_ex(decompressor.get(), compressed + in_offset,
-                                                             compressed_size - in_offset, output.data() + produced,
-                                                             capacity - produced, &in_used, &out_used);
+    libdeflate_result status = libdeflate_gzip_decompress_ex(
+        decompressor.get(), compressed + in_offset, compressed_size - in_offset, region.data() + produced,
+        region.payload_capacity() - produced, &in_used, &out_used);
     if (status == LIBDEFLATE_INSUFFICIENT_SPACE) {
-      if (capacity >= max_output) {
-        result.error = "gzip data inflates beyond " + with_commas(max_output) +
-                       " bytes (corrupt, or too large to load)";
+      if (region.payload_capacity() >= max_output) {
+        result.error = "gzip data inflates beyond " + format_bytes(max_output) +
+                       (max_output == budget ? ", more than this process can hold in memory" + budget_hint()
+                                             : " (corrupt, or too large to load)");
         return result;
       }
-      capacity = std::min(max_output, capacity * 2);
-      output.resize(capacity);
+      if (!region.grow(std::min(max_output, region.payload_capacity() * 2))) {
+        result.error = "out of memory while inflating" + budget_hint();
+        return result;
+      }
       continue;
     }
     if (status != LIBDEFLATE_SUCCESS) {
-      if (produced > 0 && in_offset > 0) break;  // a damaged later member: keep the complete ones
-      result.error = "corrupt gzip data at compressed byte " + std::to_string(in_offset) +
-                     (status == LIBDEFLATE_SHORT_OUTPUT ? " (stream cut short)" : "");
-      return result;
+      // A stream cut short (the writer was killed) or damaged: keep what inflates, like a cut .json file.
+      size_t consumed = 0;
+      bool complete = false;
+      size_t recovered = inflate_prefix(compressed + in_offset, compressed_size - in_offset, region, produced,
+                                        max_output, consumed, complete);
+      if (complete) {  // zlib read the member whole: libdeflate refused something zlib accepts
+        produced += recovered;
+        in_offset += consumed;
+        continue;
+      }
+      if (produced + recovered == 0) {
+        result.error = "corrupt gzip data at compressed byte " + std::to_string(in_offset) +
+                       (status == LIBDEFLATE_SHORT_OUTPUT ? " (stream cut short)" : "");
+        return result;
+      }
+      if (recovered > 0 || in_offset == 0) {
+        result.warnings.push_back("the gzip data is cut short or damaged after compressed byte " +
+                                  std::to_string(in_offset + consumed) + " of " + std::to_string(compressed_size) +
+                                  "; using the " + with_commas(produced + recovered) + " bytes that inflate");
+      } else {
+        result.warnings.push_back("the gzip member at compressed byte " + std::to_string(in_offset) +
+                                  " is damaged; using the " + with_commas(produced) + " bytes before it");
+      }
+      produced += recovered;
+      break;
     }
     produced += out_used;
     in_offset += in_used;
-    if (produced == capacity && in_offset < compressed_size) {
-      capacity = std::min(max_output, capacity * 2);
-      if (capacity == produced) {
-        result.error = "gzip data inflates beyond " + with_commas(max_output) + " bytes";
-        return result;
-      }
-      output.resize(capacity);
-    }
   }
-  if (!allocate(result.buffer, produced)) {
-    result.error = "out of memory for " + with_commas(produced) + " bytes";
+  result.buffer = region.release(produced);
+  return result;
+}
+
+// Reads a pipe, a terminal or stdin to its end, growing the buffer as the bytes come.
+InputResult read_stream(int fd) {
+  InputResult result;
+  const size_t budget = input_budget();
+  Region region;
+  if (!region.reserve(kStreamChunk * 4)) {
+    result.error = "out of memory";
     return result;
   }
-  std::memcpy(result.buffer.data, output.data(), produced);
+  size_t size = 0;
+  while (true) {
+    if (region.payload_capacity() - size < kStreamChunk) {
+      if (size >= budget) {
+        result.error = "input larger than " + format_bytes(budget) + ", more than this process can hold" + budget_hint();
+        return result;
+      }
+      if (!region.grow(std::min(budget, std::max(size * 2, size + kStreamChunk)))) {
+        result.error = "out of memory after " + with_commas(size) + " bytes" + budget_hint();
+        return result;
+      }
+    }
+    const size_t room = std::min(region.payload_capacity() - size, size_t{64} << 20);
+    ssize_t got = read(fd, region.data() + size, room);
+    if (got < 0 && errno == EINTR) continue;
+    if (got < 0) {
+      result.error = std::string("cannot read: ") + std::strerror(errno);
+      return result;
+    }
+    if (got == 0) break;
+    size += static_cast<size_t>(got);
+  }
+  if (is_gzip(region.data(), size)) return inflate_gzip(region.data(), size);
+  result.buffer = region.release(size);
   return result;
 }
 
@@ -125,39 +292,19 @@ InputResult copy_input_bytes(std::string_view bytes) {
     result.error = "input larger than " + with_commas(kMaxInputBytes) + " bytes";
     return result;
   }
-  if (!allocate(result.buffer, bytes.size())) {
+  Region region;
+  if (!region.reserve(bytes.size())) {
     result.error = "out of memory for " + with_commas(bytes.size()) + " bytes";
     return result;
   }
-  if (!bytes.empty()) std::memcpy(result.buffer.data, bytes.data(), bytes.size());
+  if (!bytes.empty()) std::memcpy(region.data(), bytes.data(), bytes.size());
+  result.buffer = region.release(bytes.size());
   return result;
-}
-
-// Maps the file privately with zeroed padding after it: the file's pages, then anonymous zero pages when
-// the last page has too little slack. False when mapping is not possible (the caller reads instead).
-bool map_file(int fd, size_t size, PaddedBuffer& buffer) {
-  const auto page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
-  const size_t file_span = (size + page - 1) / page * page;
-  const size_t needed = size + PaddedBuffer::kPadding + PaddedBuffer::kSpare;
-  const size_t total = std::max(file_span, (needed + page - 1) / page * page);
-  void* region = mmap(nullptr, total, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-  if (region == MAP_FAILED) return false;
-  void* mapped = mmap(region, file_span, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_FIXED, fd, 0);
-  if (mapped == MAP_FAILED) {
-    munmap(region, total);
-    return false;
-  }
-  auto* bytes = static_cast<char*>(region);
-  buffer.owner = std::shared_ptr<char>(bytes, [total](char* p) { munmap(p, total); });
-  buffer.data = bytes;
-  buffer.size = size;
-  buffer.capacity = size + PaddedBuffer::kPadding;
-  return true;
 }
 
 InputResult read_input_file(const std::string& path) {
   InputResult result;
-  int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  int fd = path == "-" ? dup(STDIN_FILENO) : open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) {
     result.error = std::string("cannot open: ") + std::strerror(errno);
     return result;
@@ -168,34 +315,48 @@ InputResult read_input_file(const std::string& path) {
     result.error = std::string("cannot read: ") + std::strerror(errno);
     return result;
   }
-  if (!S_ISREG(info.st_mode)) {
-    result.error = "cannot read: not a regular file";
+  if (S_ISDIR(info.st_mode)) {
+    result.error = "is a directory (pass it to load_traces, or name one trace file)";
     return result;
   }
-  auto size = static_cast<size_t>(info.st_size);
+  if (!S_ISREG(info.st_mode)) return read_stream(fd);  // a pipe (`<(zcat t.json.gz)`, `-`), a device
+  const auto size = static_cast<size_t>(info.st_size);
+  const size_t budget = input_budget();
   if (size > kMaxInputBytes) {
     result.error = "file larger than " + with_commas(kMaxInputBytes) + " bytes";
     return result;
   }
-  PaddedBuffer raw;
-  if (size == 0 || !map_file(fd, size, raw)) {
-    if (!allocate(raw, size)) {
-      result.error = "out of memory for " + with_commas(size) + " bytes";
+  if (size > budget) {
+    result.error = "the trace " + out_of_memory(size, budget);
+    return result;
+  }
+  Region region;
+  if (!region.reserve(size, true)) {
+    result.error = "out of memory for " + with_commas(size) + " bytes" + budget_hint();
+    return result;
+  }
+  size_t done = 0;
+  while (done < size) {
+    ssize_t got = read(fd, region.data() + done, std::min(size - done, size_t{64} << 20));
+    if (got < 0 && errno == EINTR) continue;
+    if (got < 0) {
+      result.error = std::string("cannot read: ") + std::strerror(errno);
       return result;
     }
-    size_t done = 0;
-    while (done < size) {
-      ssize_t got = read(fd, raw.data + done, size - done);
-      if (got < 0 && errno == EINTR) continue;
-      if (got <= 0) {
-        result.error = std::string("cannot read: ") + (got < 0 ? std::strerror(errno) : "file shrank while reading");
-        return result;
-      }
-      done += static_cast<size_t>(got);
+    if (got == 0) {
+      // Truncated while we read it (rewritten in place): what was read is parsed like a cut file.
+      result.warnings.push_back("the file shrank from " + with_commas(size) + " to " + with_commas(done) +
+                                " bytes while it was read (was it being rewritten?)");
+      break;
     }
+    done += static_cast<size_t>(got);
   }
-  if (is_gzip(raw.data, raw.size)) return inflate_gzip(raw.data, raw.size);
-  result.buffer = std::move(raw);
+  if (is_gzip(region.data(), done)) {
+    InputResult inflated = inflate_gzip(region.data(), done);
+    inflated.warnings.insert(inflated.warnings.begin(), result.warnings.begin(), result.warnings.end());
+    return inflated;
+  }
+  result.buffer = region.release(done);
   return result;
 }
 

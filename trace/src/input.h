@@ -5,6 +5,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace ptadvise::detail {
 
@@ -15,7 +16,7 @@ struct PaddedBuffer {
   // One more zero byte after the padding-sized tail: the loader may write a closing ']' right after the
   // payload and still needs kPadding readable bytes after that.
   static constexpr size_t kSpare = 1;
-  std::shared_ptr<char> owner;  // heap memory or a private (copy-on-write) file mapping
+  std::shared_ptr<char> owner;  // an anonymous mapping
   char* data = nullptr;
   size_t size = 0;      // payload bytes
   size_t capacity = 0;  // allocated bytes minus kSpare (>= size + kPadding)
@@ -25,12 +26,14 @@ struct PaddedBuffer {
 struct InputResult {
   PaddedBuffer buffer;
   std::string error;  // empty on success
+  std::vector<std::string> warnings;  // usable bytes with a problem (a cut gzip stream), one line each
   bool ok() const { return error.empty(); }
 };
 
-// Reads a file; gzip content (by its magic bytes, whatever the name) is inflated. Plain files are mapped
-// privately rather than copied: the page cache backs the bytes, and the few bytes the loader patches are
-// copied on write.
+// Reads a file, a pipe or (for "-") stdin; gzip content (by its magic bytes, whatever the name) is
+// inflated straight into the final buffer. Files are read, not mapped: a mapped file that is truncated
+// while it is read kills the process with SIGBUS. Sizes beyond the memory this process may still use
+// (io.h: available_memory) are refused with an error instead of running out of memory.
 InputResult read_input_file(const std::string& path);
 
 // Copies bytes into a padded buffer, inflating them when they are gzip.

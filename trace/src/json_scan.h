@@ -76,4 +76,26 @@ inline size_t find_event_start(const char* data, size_t size, size_t pos) {
   return kNotFound;
 }
 
+// Where the event at `start` ends, and where the next one starts. An unescaped quote inside an event (a
+// known profiler quirk) inverts every later string, so its closing brace may never be found; a cut file
+// ends inside its last event the same way. The two differ in whether another event follows: `end` is
+// kNotFound in both cases and `next_start` tells them apart. Usually the event ends before the next line
+// that starts an event, and the scan stops there; only events spanning such lines are scanned further
+// (with inverted quotes that scan ends at the next broken event, so many broken events stay linear).
+struct EventExtent {
+  size_t end = kNotFound;
+  size_t next_start = kNotFound;
+};
+
+inline EventExtent event_extent(const char* data, size_t size, size_t start) {
+  EventExtent extent;
+  extent.next_start = find_event_start(data, size, start + 1);
+  if (extent.next_start != kNotFound) {
+    extent.end = skip_value(data, extent.next_start, start);
+    if (extent.end != kNotFound) return extent;
+  }
+  extent.end = skip_value(data, size, start);
+  return extent;
+}
+
 }  // namespace ptadvise::detail

@@ -480,8 +480,9 @@ size_t TraceParser::window_limit(size_t start) const {
 }
 
 TraceParser::SingleResult TraceParser::parse_single_event(size_t start) {
-  size_t end = detail::skip_value(data_, size_, start);
-  if (end == kNotFound) {
+  const detail::EventExtent extent = detail::event_extent(data_, size_, start);
+  const size_t end = extent.end;
+  if (end == kNotFound && extent.next_start == kNotFound) {
     list_cut_ = true;
     timeline_.stats.truncated_bytes = size_ - start;
     warn("file ends inside an event at byte " + std::to_string(start) + "; kept " +
@@ -490,7 +491,9 @@ TraceParser::SingleResult TraceParser::parse_single_event(size_t start) {
   }
   simdjson::error_code error = simdjson::SUCCESS;
   size_t error_at = start;
-  if (end - start > kMaxEventBytes) {
+  if (end == kNotFound) {
+    error = simdjson::UNCLOSED_STRING;  // never closes, yet events follow: an unescaped quote
+  } else if (end - start > kMaxEventBytes) {
     error = simdjson::CAPACITY;
   } else {
     ondemand::document doc;
@@ -524,11 +527,13 @@ TraceParser::SingleResult TraceParser::parse_single_event(size_t start) {
   if (resume == kNotFound) {
     list_cut_ = true;
     timeline_.stats.truncated_bytes = size_ - start;
+    timeline_.stats.lost_bytes += size_ - start;
     warn(message + "; no event follows it: kept " + with_commas(timeline_.events.size()) + " events, lost " +
          with_commas(size_ - start) + " bytes");
     return {size_, false, true};
   }
   ++timeline_.stats.recovered_errors;
+  timeline_.stats.lost_bytes += resume - start;
   if (++syntax_warnings_ <= kMaxWarningsPerKind) {
     warn(message + "; skipped that event (byte " + std::to_string(start) + ", " + with_commas(resume - start) +
          " bytes) and resumed at byte " + std::to_string(resume));
@@ -566,11 +571,13 @@ size_t TraceParser::parse_event_list(size_t pos) {
       if (resume == kNotFound) {
         list_cut_ = true;
         timeline_.stats.truncated_bytes = size_ - pos;
+        timeline_.stats.lost_bytes += size_ - pos;
         warn(message + "; kept " + with_commas(timeline_.events.size()) + " events, lost " +
              with_commas(size_ - pos) + " bytes");
         return kNotFound;
       }
       ++timeline_.stats.recovered_errors;
+      timeline_.stats.lost_bytes += resume - pos;
       if (++syntax_warnings_ <= kMaxWarningsPerKind) warn(message + "; resumed at byte " + std::to_string(resume));
       pos = resume;
       expect_element = true;
@@ -836,11 +843,18 @@ std::optional<std::string> TraceParser::parse_top_level() {
 
 void TraceParser::finish() {
   Events& events = timeline_.events;
-  int64_t min_ts = 0;
-  if (events.size() > 0) min_ts = *std::min_element(events.ts_ns.begin(), events.ts_ns.end());
+  int64_t min_ts = 0, max_ts = 0;
+  if (events.size() > 0) {
+    auto [low, high] = std::minmax_element(events.ts_ns.begin(), events.ts_ns.end());
+    min_ts = *low;
+    max_ts = *high;
+  }
   for (auto& ts : events.ts_ns) ts -= min_ts;
+  timeline_.file_origin_ns = min_ts;
   int64_t base = base_time_ns_.value_or(0);
-  if (__builtin_add_overflow(base, min_ts, &timeline_.origin_ns)) {
+  // origin_ns + ts_ns must hold for every event, not only the first (times are within +-2^61 ns).
+  if (__builtin_add_overflow(base, min_ts, &timeline_.origin_ns) ||
+      timeline_.origin_ns > INT64_MAX - (max_ts - min_ts)) {
     warn("baseTimeNanoseconds " + std::to_string(base) + " is out of range; timestamps kept relative");
     timeline_.origin_ns = min_ts;
   }
@@ -914,7 +928,13 @@ std::variant<Timeline, LoadError> load_from(detail::InputResult input, const std
                                            const LoadOptions& options) {
   if (!input.ok()) return LoadError{label + ": " + input.error};
   TraceParser parser(std::move(input.buffer), label);
-  return parser.run(options);
+  auto result = parser.run(options);
+  if (auto* timeline = std::get_if<Timeline>(&result)) {
+    std::vector<std::string> first;
+    for (const auto& warning : input.warnings) first.push_back(label + ": " + warning);
+    timeline->stats.warnings.insert(timeline->stats.warnings.begin(), first.begin(), first.end());
+  }
+  return result;
 }
 
 // rank-3, rank_3, rank3 (case-insensitive) in a file name.
@@ -949,7 +969,7 @@ std::variant<Timeline, LoadError> load_trace_file(const std::string& path, const
   if (std::filesystem::is_directory(path, error)) {
     return LoadError{path + ": is a directory (pass it to load_traces, or name one trace file)"};
   }
-  return load_from(detail::read_input_file(path), path, options);
+  return load_from(detail::read_input_file(path), path == "-" ? "<stdin>" : path, options);
 }
 
 std::variant<Timeline, LoadError> load_trace_bytes(std::string_view bytes, const std::string& label,
@@ -968,6 +988,7 @@ std::variant<std::vector<Timeline>, LoadError> load_traces(const std::vector<std
       Timeline timeline = std::move(std::get<Timeline>(result));
       if (!timeline.rank) timeline.rank = rank_from_file_name(std::filesystem::path(path).filename().string());
       timelines.push_back(std::move(timeline));
+      if (options.on_file_loaded) options.on_file_loaded(1, 1, timelines.back().stats.bytes);
       continue;
     }
     std::vector<std::filesystem::path> files;
@@ -988,6 +1009,7 @@ std::variant<std::vector<Timeline>, LoadError> load_traces(const std::vector<std
       if (!timeline.rank) timeline.rank = rank_from_file_name(files[order].filename().string());
       if (!timeline.rank) timeline.rank = static_cast<int>(order);
       timelines.push_back(std::move(timeline));
+      if (options.on_file_loaded) options.on_file_loaded(order + 1, files.size(), timelines.back().stats.bytes);
     }
   }
   std::stable_sort(timelines.begin(), timelines.end(), [](const Timeline& a, const Timeline& b) {

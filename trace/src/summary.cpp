@@ -1,5 +1,6 @@
 // summarize(): the figures of `ptadvise summary`, computed from an Analysis (printing lives in advisor/).
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <limits>
 
@@ -100,10 +101,6 @@ Summary summarize(const Analysis& analysis, size_t top_n) {
   const size_t device_count = analysis.devices.size();
   std::vector<std::vector<std::vector<Interval>>> by_category(device_count,
                                                               std::vector<std::vector<Interval>>(kCategories));
-  std::vector<uint8_t> communication(timeline.strings.size(), 0);
-  for (StringId id = 0; id < communication.size(); ++id) {
-    communication[id] = (detail::classify_name(timeline.strings.view(id)) & detail::kCommunication) != 0;
-  }
   std::vector<int64_t> kernel_count(timeline.strings.size(), 0), kernel_total(timeline.strings.size(), 0);
   std::vector<int64_t> op_count(timeline.strings.size(), 0), op_total(timeline.strings.size(), 0);
   int64_t kernels = 0, tiny = 0;
@@ -115,8 +112,8 @@ Summary summarize(const Analysis& analysis, size_t top_n) {
       if (it != analysis.devices.end() && *it == track.device) {
         Category category = kind == EventKind::Memcpy   ? kMemcpy
                             : kind == EventKind::Memset ? kMemset
-                            : communication[events.name[i]] ? kCommunication
-                                                            : kCompute;
+                            : analysis.family_of(i) == KernelFamily::Communication ? kCommunication
+                                                                                   : kCompute;
         by_category[static_cast<size_t>(it - analysis.devices.begin())][category].push_back(
             {events.ts_ns[i], events.end_ns(i)});
       }
@@ -126,6 +123,7 @@ Summary summarize(const Analysis& analysis, size_t top_n) {
       ++kernels;
       if (events.dur_ns[i] < kTinyKernelNs) ++tiny;
       ++kernel_count[events.name[i]];
+      summary.family_ms_per_step[static_cast<size_t>(analysis.family_of(i))] += static_cast<double>(events.dur_ns[i]);
       kernel_total[events.name[i]] += events.dur_ns[i];
     } else if (kind == EventKind::CpuOp && !timeline.name(i).starts_with("ProfilerStep#")) {
       ++op_count[events.name[i]];
@@ -134,18 +132,59 @@ Summary summarize(const Analysis& analysis, size_t top_n) {
   }
   int64_t totals[kCategories] = {0, 0, 0, 0};
   int64_t idle_total = 0;
+  const double steps = static_cast<double>(summary.steady_steps);
+  const size_t step_count = std::min(analysis.steps.size(), analysis.step_windows.size());
+  std::vector<std::array<int64_t, kCategories>> step_totals(step_count, {0, 0, 0, 0});
   for (size_t d = 0; d < device_count; ++d) {
     std::vector<Interval> cumulative;
     int64_t covered_before = 0;
+    int64_t own[kCategories] = {0, 0, 0, 0};
+    std::vector<int64_t> step_covered_before(step_count, 0);
     for (int c = 0; c < kCategories; ++c) {
       auto& intervals = by_category[d][static_cast<size_t>(c)];
       cumulative.insert(cumulative.end(), intervals.begin(), intervals.end());
       detail::merge_intervals(cumulative);
       int64_t covered = covered_in_windows(cumulative);
-      totals[c] += covered - covered_before;
+      own[c] = covered - covered_before;
+      totals[c] += own[c];
       covered_before = covered;
+      for (size_t s = 0; s < step_count; ++s) {
+        const Interval& w = analysis.step_windows[s];
+        int64_t in_step = detail::covered_ns(cumulative, w.start_ns, w.end_ns);
+        step_totals[s][static_cast<size_t>(c)] += in_step - step_covered_before[s];
+        step_covered_before[s] = in_step;
+      }
     }
     idle_total += span - covered_before;
+    DeviceShare share;
+    share.device = analysis.devices[d];
+    share.compute_ms = static_cast<double>(own[kCompute]) / kNsPerMs / steps;
+    share.communication_ms = static_cast<double>(own[kCommunication]) / kNsPerMs / steps;
+    share.copy_ms = static_cast<double>(own[kMemcpy] + own[kMemset]) / kNsPerMs / steps;
+    share.idle_ms = static_cast<double>(span - covered_before) / kNsPerMs / steps;
+    if (span > 0) {
+      const double denominator = static_cast<double>(span) / 100.0;
+      share.compute_busy_pct = static_cast<double>(own[kCompute]) / denominator;
+      share.communication_pct = static_cast<double>(own[kCommunication]) / denominator;
+      share.copy_pct = static_cast<double>(own[kMemcpy] + own[kMemset]) / denominator;
+      share.idle_pct = static_cast<double>(span - covered_before) / denominator;
+    }
+    summary.device_shares.push_back(share);
+  }
+  for (size_t s = 0; s < step_count; ++s) {
+    StepBreakdown step;
+    step.number = analysis.steps[s].number;
+    step.period_ms = static_cast<double>(analysis.steps[s].period_ns) / kNsPerMs;
+    step.steady = analysis.is_steady(static_cast<uint32_t>(s));
+    step.compute_ms = static_cast<double>(step_totals[s][kCompute]) / kNsPerMs;
+    step.communication_ms = static_cast<double>(step_totals[s][kCommunication]) / kNsPerMs;
+    step.copy_ms = static_cast<double>(step_totals[s][kMemcpy] + step_totals[s][kMemset]) / kNsPerMs;
+    summary.steps.push_back(step);
+  }
+  for (const IdleGap& gap : analysis.idle) {
+    if (gap.step < summary.steps.size()) {
+      summary.steps[gap.step].idle_ms[static_cast<int>(gap.cause)] += static_cast<double>(gap.duration_ns()) / kNsPerMs;
+    }
   }
   summary.compute_ms = static_cast<double>(totals[kCompute]) / kNsPerMs;
   summary.communication_ms = static_cast<double>(totals[kCommunication]) / kNsPerMs;
@@ -162,6 +201,7 @@ Summary summarize(const Analysis& analysis, size_t top_n) {
     summary.idle_pct = static_cast<double>(idle_total) / denominator;
   }
 
+  for (double& ms : summary.family_ms_per_step) ms = ms / kNsPerMs / steps;
   summary.kernel_count = kernels;
   summary.kernels_per_step = static_cast<double>(kernels) / static_cast<double>(summary.steady_steps);
   summary.tiny_kernel_pct = kernels > 0 ? 100.0 * static_cast<double>(tiny) / static_cast<double>(kernels) : 0.0;

@@ -35,6 +35,8 @@ Schedule schedule(const Graph& g, const Changes& changes) {
     if (pending[v] == 0) ready.push_back(v);
   }
   std::vector<uint8_t> done(vertices, 0);
+  int64_t origin = std::numeric_limits<int64_t>::max();
+  for (const Node& node : g.nodes) origin = std::min(origin, node.start_ns);
   auto settle = [&](uint32_t v) {
     const uint32_t n = v / 2;
     const Node& node = g.nodes[n];
@@ -60,7 +62,12 @@ Schedule schedule(const Graph& g, const Changes& changes) {
       t = changes.floor[v];
       binder = kNone;
     }
-    if (t == kUnset) t = v % 2 == 0 ? node.start_ns : node.start_ns + node.dur_ns;
+    if (t == kUnset) {
+      // Nothing constrains it: its measured time, unless a transform switched off all its dependencies
+      // (a removed op), which frees it to the start of the replay.
+      const bool freed = v % 2 == 0 && g.incoming[v + 1] > g.incoming[v];
+      t = freed ? origin : v % 2 == 0 ? node.start_ns : node.start_ns + node.dur_ns;
+    }
     s.time[v] = t;
     s.binder[v] = binder;
     done[v] = 1;

@@ -61,7 +61,13 @@ void remove(const Graph& g, const Touched& t, Changes& changes) {
     changes.work[n] = 0;
     switch_off_waits(g, n, changes);
   }
-  for (uint32_t n : t.gpu) changes.work[n] = 0;
+  for (uint32_t n : t.gpu) {
+    changes.work[n] = 0;
+    // A removed op is never launched: nothing waits for its launch latency.
+    for (uint32_t e = g.incoming[2 * n]; e < g.incoming[2 * n + 1]; ++e) {
+      if (g.edges[e].kind == EdgeKind::Launch) changes.edge_off[e] = 1;
+    }
+  }
 }
 
 void scale(const Graph& g, const Touched& t, const TransformSpec& spec, Changes& changes) {
@@ -105,9 +111,10 @@ void overlap(const Graph& g, const Touched& t, Changes& changes) {
   }
 }
 
-// Data loading in `workers` background processes: each batch is made by one worker as soon as that worker
-// is free (they start with the replay and run ahead); the training thread only waits when the batch it
-// asks for is not ready.
+// Data loading in `workers` background processes (PyTorch's DataLoader with num_workers > 0): the workers
+// were started before the profiled window and have `prefetch` batches each ready when it opens; after
+// that each batch is made by one worker as soon as that worker is free. The training thread only waits
+// when the batch it asks for is not ready. (The workers' lead over the loop is not capped here.)
 void background(const Graph& g, const std::vector<EventIndex>& events, const TransformSpec& spec, Changes& changes) {
   const Events& ev = g.analysis->timeline->events;
   std::vector<EventIndex> ordered = events;
@@ -115,6 +122,7 @@ void background(const Graph& g, const std::vector<EventIndex>& events, const Tra
   int64_t origin = std::numeric_limits<int64_t>::max();
   for (const Node& node : g.nodes) origin = std::min(origin, node.start_ns);
   const size_t workers = static_cast<size_t>(std::max(1, spec.workers));
+  const size_t ready = workers * static_cast<size_t>(std::max(0, spec.prefetch));
   std::vector<int64_t> free_at(workers, origin);
   TransformSpec host_only = spec;
   host_only.gpu = false;
@@ -127,7 +135,9 @@ void background(const Graph& g, const std::vector<EventIndex>& events, const Tra
       load += changes.work[n];
       changes.work[n] = 0;
     }
-    int64_t& worker = free_at[batch++ % workers];
+    const size_t index = batch++;
+    if (index < ready) continue;  // prefetched before the window opened
+    int64_t& worker = free_at[index % workers];
     worker += load;
     const uint32_t last = t.host.back();
     changes.floor[2 * last + 1] = std::max(changes.floor[2 * last + 1], worker);

@@ -1,5 +1,5 @@
 // From raw findings to advice: impact ranking, fingerprints, configuration, suppressions, baselines,
-// the annotated trace and the printers (text, json, sarif, github, junit, markdown). Printers only format.
+// the annotated trace and the printers (text, json, sarif, github, junit, markdown, html). Printers only format.
 #pragma once
 
 #include <iosfwd>
@@ -39,10 +39,10 @@ std::string describe_site(const Site& site);
 // one site holds several findings of a rule) and `rank` (1-based).
 void rank_findings(std::vector<Finding>& findings);
 
-// What all findings of one trace can give back per step, counted once. Two findings that claim the same
-// site (the same source line, else the same op and GPU op) overlap: only the larger saving counts.
-// Different sites add up (idle time comes from one ledger in which each microsecond has one cause).
-// The total never exceeds the step time.
+// What all findings of one trace can give back per step: the sum of their savings. The rules engine's
+// claims make it a sum of disjoint parts of the step (each idle gap and each GPU op claimed by one finding,
+// GPU-time savings within what faster GPU work can take off the step, all within the step period), so it
+// is shown as it is, never capped; `step_ms` is kept for callers and unused.
 double recoverable_ms_per_step(const std::vector<Finding>& findings, double step_ms);
 
 // ---------------------------------------------------------------------------------------------------
@@ -165,6 +165,7 @@ struct TraceReport {
   std::vector<Finding> findings;      // ranked
   std::vector<bool> new_finding;      // per finding: not in the baseline (all true without one)
   Coverage coverage;                  // which rules could check this trace
+  StepPrediction prediction;          // what-if: replayed step, critical path, step after all fixes
   std::optional<Summary> summary;
 };
 
@@ -188,26 +189,32 @@ bool is_failing(const Report& report, const TraceReport& trace, size_t finding_i
 // ---------------------------------------------------------------------------------------------------
 // Printers
 
-enum class OutputFormat { Text, Json, Sarif, Github, Junit, Markdown };
+enum class OutputFormat { Text, Json, Sarif, Github, Junit, Markdown, Html };
 std::optional<OutputFormat> parse_output_format(std::string_view text);
 std::string_view to_string(OutputFormat format);
 
+// How much the text report says: Concise is one line per finding (like ruff's concise mode), Default at
+// most four, Verbose every evidence item and the estimate's method.
+enum class TextDetail { Concise, Default, Verbose };
+
 struct PrintOptions {
   bool color = false;
+  TextDetail detail = TextDetail::Default;
+  size_t width = 80;                   // text lines are wrapped to this many columns (never truncated)
   size_t github_limit_per_level = 10;  // GitHub shows at most 10 annotations of each level per step
 };
 
 void print_report(const Report& report, OutputFormat format, std::ostream& out, const PrintOptions& options = {});
-void print_text(const Report& report, std::ostream& out, bool color);
+void print_text(const Report& report, std::ostream& out, const PrintOptions& options = {});
 void print_json(const Report& report, std::ostream& out);
 void print_sarif(const Report& report, std::ostream& out);
 void print_github(const Report& report, std::ostream& out, size_t limit_per_level = 10);
 void print_junit(const Report& report, std::ostream& out);
 void print_markdown(const Report& report, std::ostream& out);
+// One self-contained HTML file (charts inline, no network): the `--format json` document, rendered.
+void print_html(const Report& report, std::ostream& out);
 
-// Escaping used by the printers, exposed for tests.
-std::string json_escape(std::string_view text);
-std::string xml_escape(std::string_view text);
+// GitHub workflow-command escapes, exposed for tests.
 std::string github_escape_data(std::string_view text);      // %, CR, LF
 std::string github_escape_property(std::string_view text);  // also : and ,
 
@@ -247,7 +254,9 @@ struct CheckOptions {
   std::vector<std::string> ignore;      // added to the config's ignore
   bool show_config = false;
   std::string color = "auto";           // auto | always | never
+  TextDetail detail = TextDetail::Default;  // --concise / --verbose
   std::optional<std::string> source_root;
+  bool accept_partial = false;          // analyse traces of which much could not be read (else exit 2)
 };
 
 // Runs the whole check; returns the exit code (0 clean, 1 failing findings, 2 usage/input error).
@@ -284,6 +293,7 @@ DiffReport diff_analyses(const Analysis& base, std::vector<Finding> base_finding
                          std::vector<Finding> next_findings, size_t top_n = 10);
 void print_diff_text(const DiffReport& diff, std::ostream& out);
 void print_diff_json(const DiffReport& diff, std::ostream& out);
+void print_diff_markdown(const DiffReport& diff, std::ostream& out);
 
 struct DiffOptions {
   std::string base_trace;  // a file, or a directory (its first rank is compared)
@@ -292,8 +302,9 @@ struct DiffOptions {
   std::vector<std::string> kernel_family_tables;  // --kernel-families
   std::string config_path;                    // empty = discover .ptadvise.yaml upward from the cwd
   double max_regression_pct = 5;
-  std::string format = "text";  // text | json
+  std::string format = "text";  // text | json | markdown
   size_t top = 10;
+  bool accept_partial = false;  // as in CheckOptions
 };
 
 // Loads, analyses and checks both traces and prints the comparison. Returns 0, 1 when the step time

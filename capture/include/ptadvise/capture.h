@@ -23,8 +23,8 @@ struct DriverProbe {
 DriverProbe probe_cuda_driver();
 
 // Where the capture's pieces are. Empty fields are looked up: the environment (PTADVISE_CUPTI_LIBRARY,
-// PTADVISE_PYTHON_DIR), then beside the executable (../lib/ptadvise, ../share/ptadvise/python), then
-// the build tree this binary came from.
+// PTADVISE_PYTHON_DIR), then beside the executable (../lib/ptadvise, ../share/ptadvise/python; in a build
+// tree ../capture and the data directory's python link).
 struct CaptureInstall {
   std::string cupti_library;  // libptadvise_cupti.so, loaded through CUDA_INJECTION64_PATH
   std::string cupti_runtime;  // NVIDIA's libcupti.so, named by NVTX_INJECTION64_PATH for NVTX ranges

@@ -1,6 +1,7 @@
 // Running the captured program as a child: fork/exec, signal forwarding, exit status.
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -17,7 +18,8 @@ namespace ptadvise {
 namespace {
 
 std::atomic<pid_t> g_child{0};
-constexpr int kForwardedSignals[] = {SIGINT, SIGTERM, SIGHUP};
+constexpr int kForwardedSignals[] = {SIGINT, SIGTERM, SIGHUP, SIGUSR1, SIGUSR2, SIGQUIT};
+constexpr int kSignalCount = static_cast<int>(sizeof kForwardedSignals / sizeof kForwardedSignals[0]);
 
 // A signal the terminal sends goes to the whole foreground process group, child included; only signals
 // aimed at ptadvise itself (kill, a batch scheduler) need forwarding, or the child would get two.
@@ -65,14 +67,22 @@ ChildOutcome run_child(const LaunchPlan& plan) {
   forward.sa_sigaction = forward_signal;
   forward.sa_flags = SA_SIGINFO | SA_RESTART;
   sigemptyset(&forward.sa_mask);
-  struct sigaction previous[3];
-  for (int k = 0; k < 3; ++k) sigaction(kForwardedSignals[k], &forward, &previous[k]);
+  // A signal ignored when ptadvise started (`nohup ptadvise run ...`) stays ignored, here and in the child.
+  struct sigaction previous[kSignalCount];
+  for (int k = 0; k < kSignalCount; ++k) {
+    sigaction(kForwardedSignals[k], nullptr, &previous[k]);
+    if (previous[k].sa_handler != SIG_IGN) sigaction(kForwardedSignals[k], &forward, nullptr);
+  }
 
+  const pid_t parent = getpid();
   pid_t child = fork();
   if (child == 0) {
-    struct sigaction default_action {};
-    default_action.sa_handler = SIG_DFL;
-    for (int k = 0; k < 3; ++k) sigaction(kForwardedSignals[k], &default_action, nullptr);
+    // The dispositions from before the forwarder: ignored stays ignored through exec, the rest default.
+    for (int k = 0; k < kSignalCount; ++k) sigaction(kForwardedSignals[k], &previous[k], nullptr);
+    // If ptadvise dies (kill -9, the OOM killer), the program gets SIGTERM instead of running on
+    // unobserved; the parent may already be gone before the request took effect.
+    prctl(PR_SET_PDEATHSIG, SIGTERM);
+    if (getppid() != parent) _exit(128 + SIGTERM);
     close(error_pipe[0]);
     execvpe(argv[0], argv.data(), envp.data());
     int exec_errno = errno;
@@ -83,7 +93,7 @@ ChildOutcome run_child(const LaunchPlan& plan) {
   close(error_pipe[1]);
   if (child < 0) {
     close(error_pipe[0]);
-    for (int k = 0; k < 3; ++k) sigaction(kForwardedSignals[k], &previous[k], nullptr);
+    for (int k = 0; k < kSignalCount; ++k) sigaction(kForwardedSignals[k], &previous[k], nullptr);
     outcome.exit_code = 127;
     outcome.start_error = std::string("cannot fork: ") + std::strerror(errno);
     return outcome;
@@ -102,7 +112,7 @@ ChildOutcome run_child(const LaunchPlan& plan) {
     waited = waitpid(child, &status, 0);
   } while (waited < 0 && errno == EINTR);
   g_child = 0;
-  for (int k = 0; k < 3; ++k) sigaction(kForwardedSignals[k], &previous[k], nullptr);
+  for (int k = 0; k < kSignalCount; ++k) sigaction(kForwardedSignals[k], &previous[k], nullptr);
 
   if (got == static_cast<ssize_t>(sizeof exec_errno)) {
     outcome.exit_code = 127;

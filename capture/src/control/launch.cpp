@@ -41,11 +41,6 @@ CaptureInstall locate_capture_install(const std::string& executable_path) {
   fs::path exe = fs::weakly_canonical(executable_path, error);
   fs::path bin_dir = exe.parent_path();
   CaptureInstall install;
-#ifdef PTADVISE_BUILD_CUPTI_LIBRARY
-  const std::string built_library = PTADVISE_BUILD_CUPTI_LIBRARY;
-#else
-  const std::string built_library;
-#endif
 #ifdef PTADVISE_CUPTI_RUNTIME_LIBRARY
   const std::string cupti_runtime = PTADVISE_CUPTI_RUNTIME_LIBRARY;
 #else
@@ -53,7 +48,7 @@ CaptureInstall locate_capture_install(const std::string& executable_path) {
 #endif
   install.cupti_library = first_existing({env_or_empty("PTADVISE_CUPTI_LIBRARY"),
                                           (bin_dir / "../lib/ptadvise/libptadvise_cupti.so").string(),
-                                          (bin_dir / "../capture/libptadvise_cupti.so").string(), built_library},
+                                          (bin_dir / "../capture/libptadvise_cupti.so").string()},
                                          false);
   install.cupti_runtime = first_existing({env_or_empty("PTADVISE_CUPTI_RUNTIME"), cupti_runtime,
                                           "/usr/local/cuda/lib64/libcupti.so",

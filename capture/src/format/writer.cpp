@@ -3,6 +3,8 @@
 #include <cinttypes>
 #include <cstdio>
 
+#include <simdjson.h>
+
 #include "ptadvise/cupti_trace.h"
 
 namespace ptadvise::capture {
@@ -11,22 +13,19 @@ namespace {
 
 constexpr uint32_t kNoStream = 0xFFFFFFFFu;
 
-// Length of the valid UTF-8 sequence starting at text[i], or 0 when the bytes there are not valid UTF-8.
+// Length of the valid UTF-8 sequence starting at text[i], or 0 when the bytes there are not valid UTF-8:
+// the shortest prefix (1 to 4 bytes) that simdjson's validator accepts is one whole code point.
 size_t utf8_sequence_length(std::string_view text, size_t i) {
-  auto byte = [&](size_t k) { return static_cast<unsigned char>(text[k]); };
-  unsigned char lead = byte(i);
-  size_t length = lead < 0x80 ? 1 : (lead >> 5) == 0x6 ? 2 : (lead >> 4) == 0xE ? 3 : (lead >> 3) == 0x1E ? 4 : 0;
-  if (length == 0 || i + length > text.size()) return 0;
-  for (size_t k = 1; k < length; ++k) {
-    if ((byte(i + k) & 0xC0) != 0x80) return 0;
+  for (size_t length = 1; length <= 4 && i + length <= text.size(); ++length) {
+    if (simdjson::validate_utf8(text.data() + i, length)) return length;
   }
-  if (length == 2 && lead < 0xC2) return 0;  // overlong
-  return length;
+  return 0;
 }
 
 // A JSON string literal. Names come from users (NVTX) and from compilers: escape what JSON requires and
 // replace bytes that are not UTF-8, which a strict parser would reject.
 void write_json_string(std::ostream& out, std::string_view text) {
+  const bool valid = simdjson::validate_utf8(text.data(), text.size());  // the common case: no per-byte checks
   out.put('"');
   for (size_t i = 0; i < text.size();) {
     unsigned char c = static_cast<unsigned char>(text[i]);
@@ -40,6 +39,9 @@ void write_json_string(std::ostream& out, std::string_view text) {
       out << escaped;
       ++i;
     } else if (c < 0x80) {
+      out.put(static_cast<char>(c));
+      ++i;
+    } else if (valid) {
       out.put(static_cast<char>(c));
       ++i;
     } else if (size_t length = utf8_sequence_length(text, i); length > 0) {

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "ptadvise/analysis.h"
+#include "ptadvise/whatif.h"
 
 namespace ptadvise {
 
@@ -42,6 +43,8 @@ struct RuleInfo {
   std::string file;  // the YAML file it came from
   std::vector<ThresholdInfo> thresholds;
   std::string saving_method;  // how the rule estimates the saving (its `saving.method`)
+  std::string transform = {};  // its fix as what-if transforms (describe_transform), empty when it declares none
+  std::string transform_method = {};  // the transform's `method`
   uint8_t needs = 0;          // RuleNeed bits: what a trace must have for the rule to check anything
 };
 
@@ -68,7 +71,7 @@ struct Evidence {
   uint32_t step = kNone;  // step index, kNone when outside steps
   int64_t step_number = -1;
   int64_t ts_ns = 0;      // relative to the trace origin
-  int64_t abs_ts_us = 0;  // as written in the trace (µs), to search in a viewer
+  int64_t file_ts_ns = 0;  // the event's ts as written in the file (its own time base), in ns
   int64_t dur_ns = 0;
   std::string event;      // event name
   std::string track;      // "pid 123 tid 456" or "GPU 0 stream 7"
@@ -107,6 +110,11 @@ struct Finding {
   std::string saving_method;  // how the estimate was made, phrased for the user
   Confidence confidence = Confidence::Medium;
   std::vector<uint32_t> idle_gaps;  // indices into Analysis::idle claimed by this finding (never by two)
+  // What-if (docs/WHATIF.md): the step time predicted once this finding is fixed, and how the saving was
+  // found: "replay" (measured - replayed with the rule's transform) or "ledger" (the rule's estimate).
+  double predicted_step_ms = 0;
+  std::string saving_basis = "ledger";
+  std::vector<whatif::Fix> fixes;  // the rule's transform on this finding's events (empty: none declared)
 
   // Where it came from.
   std::string trace_path;

@@ -2,6 +2,7 @@
 // The rule language is documented in docs/RULE_LANGUAGE.md.
 #pragma once
 
+#include <array>
 #include <map>
 #include <memory>
 #include <string>
@@ -11,6 +12,7 @@
 
 #include "ptadvise/analysis.h"
 #include "ptadvise/finding.h"
+#include "ptadvise/whatif.h"
 
 namespace ptadvise {
 
@@ -83,6 +85,40 @@ struct EvaluateOptions {
 // Rules whose needs (RuleInfo::needs) the trace cannot meet are not run; `coverage`, when given, counts them.
 std::vector<Finding> evaluate(const RuleSet& rules, const Analysis& analysis, const EvaluateOptions& options = {},
                               Coverage* coverage = nullptr);
+
+// ---- what-if (docs/WHATIF.md) --------------------------------------------------------------------
+
+// A piece of a step's critical path in trace time, for drawing (the unchanged replay's times).
+struct CriticalSpan {
+  std::string name;
+  whatif::Category category = whatif::Category::Host;
+  uint32_t step = kNone;
+  int64_t start_ns = 0;
+  int64_t end_ns = 0;
+};
+
+struct StepPrediction {
+  bool available = false;            // the trace has steady steps to replay
+  double measured_step_ms = 0;       // Analysis::step_period_ns
+  double replayed_step_ms = 0;       // the unchanged graph replayed
+  double predicted_step_ms = 0;      // with the fixes of the given findings, all together
+  size_t fixes_applied = 0;          // findings whose transform is in that replay
+  size_t ledger_only = 0;            // findings without a transform (not in the replay)
+  std::string discrepancy;           // why replayed and measured differ by more than 3%; empty when they agree
+  std::array<double, whatif::kCategoryCount> critical_ms{};        // per step, unchanged
+  std::array<double, whatif::kCategoryCount> critical_ms_fixed{};  // per step, with the fixes
+  std::vector<whatif::CriticalItem> critical_top;        // unchanged, largest first
+  std::vector<whatif::CriticalItem> critical_top_fixed;  // with the fixes
+  std::vector<CriticalSpan> critical_path;               // unchanged, steady steps
+};
+
+// Replaces the saving of every finding whose rule declares a transform by measured - replayed with it
+// (saving_basis "replay"), and fills predicted_step_ms of every finding. evaluate() calls it.
+void predict_findings(const Analysis& analysis, std::vector<Finding>& findings);
+
+// The trace's replay: measured vs replayed step, the critical path, and the step predicted with the
+// transforms of `findings` applied together (each transform once: no double counting by construction).
+StepPrediction predict_steps(const Analysis& analysis, const std::vector<Finding>& findings);
 
 // The directory of rules shipped with ptadvise: $PTADVISE_RULES_DIR, else data_directory()/rules.d
 // (ptadvise/data_directory.h: share/ptadvise beside the executable, or the build tree's links).

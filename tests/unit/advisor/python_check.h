@@ -18,4 +18,11 @@ inline int run_python(const std::string& script, const std::string& args) {
   return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
 
+// Exit status of `/usr/bin/python3 SCRIPT_FILE ARGS...`.
+inline int run_python_file(const std::string& script_file, const std::string& args) {
+  std::string command = "/usr/bin/python3 '" + script_file + "' " + args;
+  int status = std::system(command.c_str());
+  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
 }  // namespace ptadvise::testing

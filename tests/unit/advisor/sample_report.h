@@ -12,7 +12,7 @@ inline Evidence sample_evidence(int64_t step, int64_t ts_us, int64_t dur_ns, std
   Evidence e;
   e.step = static_cast<uint32_t>(step);
   e.step_number = step;
-  e.abs_ts_us = ts_us;
+  e.file_ts_ns = ts_us * 1000;
   e.ts_ns = ts_us * 1000;
   e.dur_ns = dur_ns;
   e.event = std::move(event);

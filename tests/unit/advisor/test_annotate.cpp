@@ -1,6 +1,9 @@
 #include <doctest/doctest.h>
 #include <zlib.h>
 
+#include <algorithm>
+#include <nlohmann/json.hpp>
+
 #include "ptadvise/advisor.h"
 #include "python_check.h"
 #include "sample_report.h"
@@ -34,7 +37,12 @@ void write_gzip(const std::string& path, const std::string& text) {
   REQUIRE(gzclose(file) == Z_OK);
 }
 
+// Strict: the file must start with the gzip magic (gzread alone passes plain files through).
 std::string read_gzip(const std::string& path) {
+  std::string raw = testing::read_file(path);
+  REQUIRE(raw.size() > 2);
+  REQUIRE(static_cast<unsigned char>(raw[0]) == 0x1f);
+  REQUIRE(static_cast<unsigned char>(raw[1]) == 0x8b);
   gzFile file = gzopen(path.c_str(), "rb");
   REQUIRE(file != nullptr);
   std::string text;
@@ -49,20 +57,40 @@ std::string read_gzip(const std::string& path) {
 
 TEST_CASE("annotation events: a findings process, one track per finding, an X event per evidence") {
   auto findings = ranked_findings();
-  std::string events = annotation_events(findings);
-  CHECK(events.rfind("{\"ph\": \"M\", \"name\": \"process_name\", \"pid\": 1000000000, \"tid\": 0, \"args\": "
-                     "{\"name\": \"ptadvise findings\"}}",
-                     0) == 0);
-  CHECK(events.find("{\"ph\": \"M\", \"name\": \"thread_name\", \"pid\": 1000000000, \"tid\": 1, \"args\": {\"name\": "
-                    "\"#1 PTA101 item-sync-in-step\"}}") != std::string::npos);
-  CHECK(events.find("{\"ph\": \"X\", \"cat\": \"ptadvise\", \"name\": \"PTA101 item-sync-in-step\", \"pid\": "
-                    "1000000000, \"tid\": 1, \"ts\": 1700000000123, \"dur\": 50.000, \"args\": {\"rule\": \"PTA101\"") !=
-        std::string::npos);
+  const auto events = nlohmann::json::parse("[" + annotation_events(findings) + "]");
+  CHECK(events[0] == nlohmann::json{{"ph", "M"}, {"name", "process_name"}, {"pid", 1000000000}, {"tid", 0},
+                                    {"args", {{"name", "ptadvise findings"}}}});
+  bool named = false;
   size_t x_events = 0;
-  for (size_t p = events.find("\"ph\": \"X\""); p != std::string::npos; p = events.find("\"ph\": \"X\"", p + 1)) ++x_events;
+  for (const auto& e : events) {
+    named = named || (e["name"] == "thread_name" && e["tid"] == 1 && e["args"]["name"] == "#1 PTA101 item-sync-in-step");
+    if (e["ph"] != "X") continue;
+    ++x_events;
+    CHECK(e["pid"] == 1000000000);
+    CHECK(e["cat"] == "ptadvise");
+  }
+  CHECK(named);
+  // The first evidence of #1 at the file's own ts (µs as written), 50 µs long.
+  const auto& first = *std::find_if(events.begin(), events.end(), [](const auto& e) { return e["ph"] == "X"; });
+  CHECK(first["name"] == "PTA101 item-sync-in-step");
+  CHECK(first["tid"] == 1);
+  CHECK(first["ts"].dump() == "1700000000123");
+  CHECK(first["dur"] == 50);
+  CHECK(first["args"]["rule"] == "PTA101");
   CHECK(x_events == 5);  // 2 + 1 + 1 + 1 evidence items; the finding without evidence has no track
-  CHECK(events.find("tiny-kernel-storm") == std::string::npos);
+  CHECK(annotation_events(findings).find("tiny-kernel-storm") == std::string::npos);
   CHECK(annotation_events({}).empty());
+}
+
+TEST_CASE("annotation events keep ns in the file's time base") {
+  auto findings = ranked_findings();
+  findings[0].evidence.resize(1);
+  findings[0].evidence[0].file_ts_ns = 88511388202755;  // relative ts, as with baseTimeNanoseconds
+  findings[0].evidence[0].dur_ns = 1500;
+  const auto events = nlohmann::json::parse("[" + annotation_events(findings) + "]");
+  const auto& first = *std::find_if(events.begin(), events.end(), [](const auto& e) { return e["ph"] == "X"; });
+  CHECK(first["ts"].dump() == "88511388202.755");
+  CHECK(first["dur"].dump() == "1.5");
 }
 
 TEST_CASE("annotated trace keeps every original byte and splices the findings into traceEvents") {

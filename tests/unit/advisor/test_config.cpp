@@ -92,7 +92,7 @@ TEST_CASE("find_config walks up from the working directory") {
   CHECK(std::get<Config>(loaded).fail_on == Severity::Error);
   auto missing = load_config(dir.file("nope.yaml"));
   REQUIRE(std::holds_alternative<ConfigError>(missing));
-  CHECK(std::get<ConfigError>(missing).message == dir.file("nope.yaml") + ": cannot read the configuration file");
+  CHECK(std::get<ConfigError>(missing).message == dir.file("nope.yaml") + ": cannot read the configuration file: No such file or directory");
 }
 
 TEST_CASE("print_config shows the effective configuration") {

@@ -2,6 +2,8 @@
 
 #include <sstream>
 
+#include <nlohmann/json.hpp>
+
 #include "ptadvise/advisor.h"
 #include "python_check.h"
 #include "sample_report.h"
@@ -19,61 +21,142 @@ std::string printed(const Report& report, OutputFormat format, bool color = fals
 }
 }  // namespace
 
-TEST_CASE("text report: ranked findings with site, cost, evidence, help and note") {
+TEST_CASE("text report: at most four lines per finding, one cost and one saving, wrapped to the width") {
   Report report = testing::sample_report();
   report.traces[0].findings.resize(3);
   report.traces[0].new_finding.resize(3);
   report.suppressed = 1;
   CHECK(printed(report, OutputFormat::Text) ==
         "ptadvise: run/trace.json\n"
-        "  NVIDIA A100-SXM4-80GB, 8 steps (ProfilerStep markers), step time 25.000 ms, GPU busy 61.5%\n"
-            "  coverage: 19 of 20 rules checked this trace; 1 could not: no Python stacks (PTA111)\n"
-        "  recoverable: ~5.000 ms per step (20.0% of step time) from 3 findings, each site counted once\n"
+        "  NVIDIA A100-SXM4-80GB, 8 steps (ProfilerStep markers), step time 25.000 ms,\n"
+        "    GPU busy 61.5%\n"
+        "  coverage: 19 of 20 rules checked this trace; 1 could not: no Python stacks\n"
+        "    (PTA111)\n"
+        "  recoverable: ~5.800 ms per step (23.2% of step time) from 3 findings, each\n"
+        "    nanosecond claimed once\n"
         "\n"
-        "#1 warning[PTA101] item-sync-in-step: .item() blocks the host until the GPU catches up, every step\n"
-        "  --> train.py:42 in train_step\n"
-        "   = site: aten::item > aten::_local_scalar_dense\n"
-        "   = cost: 2.500 ms per step (1.0 occurrences per step, in 100% of steps)\n"
-        "   = evidence: step 3, ts 1700000000123 us on pid 4242 tid 4242: aten::_local_scalar_dense (0.050 ms)\n"
-        "   = evidence: step 4, ts 1700000025123 us on pid 4242 tid 4242: aten::_local_scalar_dense (0.052 ms)\n"
+        "#1 warning[PTA101] item-sync-in-step: .item() blocks the host until the GPU\n"
+        "    catches up, every step\n"
+        "  --> train.py:42 in train_step (aten::item > aten::_local_scalar_dense)\n"
+        "   = costs 2.500 ms per step (once per step, in 100% of steps); saves ~2.500 ms\n"
+        "     (10.0% of the step), confidence high\n"
         "   = help: keep the value on the device; log it every N steps\n"
-        "   = note: saves ~2.500 ms per step (10.0% of step time), confidence high; GPU idle after the sync, from "
-        "the idle ledger\n"
         "\n"
-        "#2 warning[PTA001] h2d-copy-every-step: a 4 KiB host tensor is copied to the GPU in every step\n"
-        "  --> run/trace.json\n"
-        "   = site: aten::to > aten::_to_copy > aten::copy_ > Memcpy HtoD (Pageable -> Device)\n"
-        "   = detail: 4 KiB per copy\n"
-        "   = cost: 1.200 ms per step (2.0 occurrences per step, in 100% of steps)\n"
-        "   = evidence: step 3, ts 1700000000500 us on GPU 0 stream 7: Memcpy HtoD (Pageable -> Device) (0.003 ms)\n"
+        "#2 warning[PTA001] h2d-copy-every-step: a 4 KiB host tensor is copied to the GPU\n"
+        "    in every step\n"
+        "  --> run/trace.json (aten::to > aten::_to_copy > aten::copy_ > Memcpy HtoD\n"
+        "      (Pageable -> Device))\n"
+        "   = costs 1.200 ms per step (2 times per step, in 100% of steps); saves ~1.000\n"
+        "     ms (4.0% of the step), confidence medium\n"
         "   = help: create the tensor once on the device\n"
-        "   = note: saves ~1.000 ms per step (4.0% of step time), confidence medium; copy time plus the GPU idle "
-        "it causes\n"
         "\n"
         "#3 info[PTA103] tiny-kernel-storm: 62% of kernels run for less than 10 us\n"
         "  --> run/trace.json\n"
-        "   = site: (whole trace)\n"
-        "   = cost: 3.000 ms per step (480.0 occurrences per step, in 100% of steps)\n"
+        "   = costs 3.000 ms per step (480 times per step, in 100% of steps); saves\n"
+        "     ~1.000 ms (4.0% of the step), confidence low\n"
         "   = help: fuse kernels with torch.compile\n"
-        "   = note: saves ~1.000 ms per step (4.0% of step time), confidence low; launch-bound idle from the "
-        "ledger\n"
         "\n"
-        "Found 3 findings, 2 failing (--fail-on warning). 1 suppressed by `# ptadvise: ignore` comments.\n");
+        "Found 3 findings, 2 failing (--fail-on warning). 1 suppressed by `# ptadvise:\n"
+        "ignore` comments.\n");
+}
+
+TEST_CASE("text report: --verbose keeps every evidence item; --concise is one line per finding") {
+  Report report = testing::sample_report();
+  report.traces[0].findings.resize(2);
+  report.traces[0].new_finding.resize(2);
+  PrintOptions verbose;
+  verbose.detail = TextDetail::Verbose;
+  verbose.width = 200;
+  std::ostringstream text;
+  print_text(report, text, verbose);
+  CHECK(text.str().find(
+            "#1 warning[PTA101] item-sync-in-step: .item() blocks the host until the GPU catches up, every step\n"
+            "  --> train.py:42 in train_step\n"
+            "   = site: aten::item > aten::_local_scalar_dense\n"
+            "   = cost: 2.500 ms per step (once per step, in 100% of steps)\n"
+            "   = evidence: step 3, ts 1700000000123 us on pid 4242 tid 4242: aten::_local_scalar_dense (0.050 ms)\n"
+            "   = evidence: step 4, ts 1700000025123 us on pid 4242 tid 4242: aten::_local_scalar_dense (0.052 ms)\n"
+            "   = help: keep the value on the device; log it every N steps\n"
+            "   = note: saves ~2.500 ms per step (10.0% of step time), confidence high; GPU idle after the sync, "
+            "from the idle ledger\n\n") != std::string::npos);
+  CHECK(text.str().find("   = detail: 4 KiB per copy\n") != std::string::npos);
+
+  PrintOptions concise;
+  concise.detail = TextDetail::Concise;
+  std::ostringstream one;
+  print_text(report, one, concise);
+  CHECK(one.str() ==
+        "train.py:42: warning[PTA101] item-sync-in-step: .item() blocks the host until the GPU catches up, every "
+        "step (saves 2.500 ms/step, 10.0%)\n"
+        "run/trace.json: warning[PTA001] h2d-copy-every-step: a 4 KiB host tensor is copied to the GPU in every step "
+        "(saves 1.000 ms/step, 4.0%)\n"
+        "\n"
+        "Found 2 findings, 2 failing (--fail-on warning).\n");
+}
+
+TEST_CASE("text report: no line wider than the width, long words split rather than cut") {
+  Report report = testing::sample_report();
+  report.traces[0].findings[0].message =
+      "a kernel named sm80_xmma_gemm_f16f16_f16f32_f32_tn_n_tilesize128x128x32_stage4_warpsize2x2x1_tensor16x8x16 "
+      "runs 123456.789 ms";
+  for (size_t width : {40u, 60u, 80u, 120u}) {
+    CAPTURE(width);
+    PrintOptions options;
+    options.width = width;
+    std::ostringstream text;
+    print_text(report, text, options);
+    std::istringstream lines(text.str());
+    std::string joined;
+    for (std::string line; std::getline(lines, line);) {
+      CHECK(line.size() <= width);
+      joined += line;
+    }
+    CHECK(joined.find("123456.789") != std::string::npos);  // numbers are never cut
+  }
+}
+
+TEST_CASE("text report: control characters from trace names never reach the terminal raw") {
+  Report report = testing::sample_report();
+  report.traces[0].findings[0].message = "evil \x1b[2J\rname\x07 and \xc2\x9b" "31m";
+  report.traces[0].findings[0].evidence[0].event = "ev\x1b]0;title\x07";
+  for (TextDetail detail : {TextDetail::Concise, TextDetail::Default, TextDetail::Verbose}) {
+    PrintOptions options;
+    options.detail = detail;
+    std::ostringstream text;
+    print_text(report, text, options);
+    CHECK(text.str().find('\x1b') == std::string::npos);
+    CHECK(text.str().find('\r') == std::string::npos);
+    CHECK(text.str().find('\x07') == std::string::npos);
+    CHECK(text.str().find("\xc2\x9b") == std::string::npos);
+    CHECK(text.str().find("evil \\x1b[2J\\x0dname\\x07 and \\u009b31m") != std::string::npos);
+  }
+  // GitHub annotations: a newline would start a forged ::error command; it is escaped, ESC made visible.
+  report.traces[0].findings[0].message = "x\n::error file=a::forged\x1b";
+  std::string github = printed(report, OutputFormat::Github);
+  CHECK(github.find("\n::error file=a") == std::string::npos);
+  CHECK(github.find("x%0A::error file=a::forged\\x1b") != std::string::npos);
 }
 
 TEST_CASE("text report: colour only when asked, baseline and stale entries") {
   Report report = testing::sample_report();
   CHECK(printed(report, OutputFormat::Text).find('\x1b') == std::string::npos);
   std::string colored = printed(report, OutputFormat::Text, true);
-  CHECK(colored.find("\x1b[1;33mwarning\x1b[0m") != std::string::npos);
-  CHECK(colored.find("\x1b[1;36minfo\x1b[0m") != std::string::npos);
+  // {fmt}'s styles: bold, then the foreground colour.
+  CHECK(colored.find("\x1b[1m\x1b[33mwarning\x1b[0m") != std::string::npos);
+  CHECK(colored.find("\x1b[1m\x1b[36minfo\x1b[0m") != std::string::npos);
 
   report.has_baseline = true;
   report.traces[0].new_finding[0] = false;
   report.stale.push_back({"00000000deadbeef", "PTA900", "gone-rule", "old.py:1 in f", 1.0});
-  std::string text = printed(report, OutputFormat::Text);
-  CHECK(text.find("every step (in baseline)\n") != std::string::npos);
-  CHECK(text.find("Found 5 findings, 3 failing (--fail-on warning, not in the baseline).\n"
+  PrintOptions wide;
+  wide.width = 200;
+  std::ostringstream out;
+  print_text(report, out, wide);
+  std::string text = out.str();
+  // Accepted findings are counted, not printed.
+  CHECK(text.find("#1 warning[PTA101]") == std::string::npos);
+  CHECK(text.find("Found 5 findings, 3 failing (--fail-on warning, not in the baseline). 1 accepted in the "
+                  "baseline, not shown.\n"
                   "1 baseline entry no longer occurs (remove with --prune-baseline):\n"
                   "  00000000deadbeef PTA900 old.py:1 in f\n") != std::string::npos);
 
@@ -84,29 +167,37 @@ TEST_CASE("text report: colour only when asked, baseline and stale entries") {
 }
 
 TEST_CASE("json report carries ranks, savings, confidence, source and evidence") {
+  // Written by nlohmann::json: parsed back here, so the test checks values rather than layout.
   Report report = testing::sample_report();
-  std::string json = printed(report, OutputFormat::Json);
-  CHECK(json.find("\"findings_total\": 5,\n  \"findings_failing\": 4,") != std::string::npos);
-  CHECK(json.find("\"recoverable_ms_per_step\": 5.000,") != std::string::npos);
-  CHECK(json.find("\"rank\": 1,\n          \"rule_id\": \"PTA101\",") != std::string::npos);
-  CHECK(json.find("\"source\": {\"file\": \"train.py\", \"line\": 42, \"function\": \"train_step\"},") !=
-        std::string::npos);
-  CHECK(json.find("\"source\": null,") != std::string::npos);
-  CHECK(json.find("\"saving_ms_per_step\": 2.500,\n") != std::string::npos);
-  CHECK(json.find("\"saving_pct\": 10.00,\n") != std::string::npos);
-  CHECK(json.find("\"confidence\": \"high\",\n") != std::string::npos);
-  CHECK(json.find("{\"step\": 3, \"ts_us\": 1700000000123, \"dur_ms\": 0.050, \"event\": \"aten::_local_scalar_dense\", "
-                  "\"track\": \"pid 4242 tid 4242\"}") != std::string::npos);
-  if (!testing::python_has("json")) {
-    MESSAGE("skipping JSON syntax check: /usr/bin/python3 is not available");
-    return;
-  }
-  testing::TempDir dir;
-  std::string path = dir.write("report.json", json);
-  CHECK(testing::run_python(
-            "import json,sys; d=json.load(open(sys.argv[1])); f=d[\"traces\"][0][\"findings\"]; "
-            "assert [x[\"rank\"] for x in f]==[1,2,3,4,5]; assert f[4][\"fingerprint\"]==f[0][\"fingerprint\"]+\"-2\"",
-            path) == 0);
+  const std::string text = printed(report, OutputFormat::Json);
+  CHECK(text.back() == '\n');
+  const auto json = nlohmann::json::parse(text);
+  CHECK(json["findings_total"] == 5);
+  CHECK(json["findings_failing"] == 4);
+  const auto& trace = json["traces"][0];
+  CHECK(trace["recoverable_ms_per_step"] == 5.8);
+  CHECK(trace["recoverable_pct"] == 23.2);
+  const auto& first = trace["findings"][0];
+  CHECK(first["rank"] == 1);
+  CHECK(first["rule_id"] == "PTA101");
+  CHECK(first["source"] == nlohmann::json{{"file", "train.py"}, {"line", 42}, {"function", "train_step"}});
+  CHECK(trace["findings"][1]["source"].is_null());
+  CHECK(first["saving_ms_per_step"] == 2.5);
+  CHECK(first["saving_pct"] == 10);
+  CHECK(first["confidence"] == "high");
+  CHECK(first["evidence"][0] == nlohmann::json{{"step", 3},
+                                               {"ts_us", 1700000000123},
+                                               {"dur_ms", 0.05},
+                                               {"event", "aten::_local_scalar_dense"},
+                                               {"track", "pid 4242 tid 4242"}});
+  std::vector<int> ranks;
+  for (const auto& f : trace["findings"]) ranks.push_back(f["rank"]);
+  CHECK(ranks == std::vector<int>{1, 2, 3, 4, 5});
+  CHECK(trace["findings"][4]["fingerprint"] == first["fingerprint"].get<std::string>() + "-2");
+  // Evidence keeps the file's own time base with its ns: ts 88511388202.755 µs stays exactly that.
+  report.traces[0].findings[0].evidence[0].file_ts_ns = 88511388202755;
+  CHECK(nlohmann::json::parse(printed(report, OutputFormat::Json))["traces"][0]["findings"][0]["evidence"][0]["ts_us"]
+            .dump() == "88511388202.755");
 }
 
 TEST_CASE("sarif report validates against the SARIF 2.1.0 schema") {
@@ -118,13 +209,13 @@ TEST_CASE("sarif report validates against the SARIF 2.1.0 schema") {
   report.has_baseline = true;
   report.traces[0].new_finding[1] = false;
   std::string sarif = printed(report, OutputFormat::Sarif);
-  CHECK(sarif.find("\"partialFingerprints\": {\"ptadvise/v1\": \"" + report.traces[0].findings[0].fingerprint + "\"}") !=
-        std::string::npos);
-  CHECK(sarif.find("{\"artifactLocation\": {\"uri\": \"train.py\"}, \"region\": {\"startLine\": 42}}") !=
-        std::string::npos);
+  const auto results = nlohmann::json::parse(sarif)["runs"][0]["results"];
+  CHECK(results[0]["partialFingerprints"]["ptadvise/v1"] == report.traces[0].findings[0].fingerprint);
+  CHECK(results[0]["locations"][0]["physicalLocation"] ==
+        nlohmann::json{{"artifactLocation", {{"uri", "train.py"}}}, {"region", {{"startLine", 42}}}});
   // No source line: the trace file, line 1.
-  CHECK(sarif.find("{\"artifactLocation\": {\"uri\": \"run/trace.json\"}, \"region\": {\"startLine\": 1}}") !=
-        std::string::npos);
+  CHECK(results[1]["locations"][0]["physicalLocation"] ==
+        nlohmann::json{{"artifactLocation", {{"uri", "run/trace.json"}}}, {"region", {{"startLine", 1}}}});
   CHECK(sarif.find("\"level\": \"note\"") != std::string::npos);  // info findings
   CHECK(sarif.find("\"baselineState\": \"unchanged\"") != std::string::npos);
 
@@ -152,6 +243,9 @@ TEST_CASE("sarif report validates against the SARIF 2.1.0 schema") {
 TEST_CASE("github workflow commands escape data and properties") {
   CHECK(github_escape_data("50% done\r\nnext") == "50%25 done%0D%0Anext");
   CHECK(github_escape_property("a:b,c%\n") == "a%3Ab%2Cc%25%0A");
+  // Terminal escapes, backspaces and C1 controls from trace names never reach the CI log raw.
+  CHECK(github_escape_data("k\x1b[2Kfake\b\x7f\xc2\x9b!") == "k\\x1B[2Kfake\\x08\\x7F\\u009B!");
+  CHECK(github_escape_data("caf\xc3\xa9") == "caf\xc3\xa9");  // other UTF-8 is text
   Report report = testing::sample_report();
   std::string out = printed(report, OutputFormat::Github);
   CHECK(out.rfind("::warning file=train.py,line=42,title=PTA101 item-sync-in-step (#1%2C ~2.500 ms per step)::"
@@ -205,7 +299,7 @@ TEST_CASE("junit: a testsuite per trace, a testcase per rule, failures hold the 
         "    </testcase>\n"
         "    <testcase classname=\"ptadvise.PTA001\" name=\"PTA001 h2d-copy-every-step\">\n"
         "      <failure message=\"1 finding, ~1.000 ms per step\" type=\"PTA001\">#2 warning: a &lt;tensor&gt; &amp; "
-        "&quot;more&quot;\n"
+        "\"more\"\n"
         "  at aten::to &gt; aten::_to_copy &gt; aten::copy_ &gt; Memcpy HtoD (Pageable -&gt; Device)\n"
         "  saves ~1.000 ms per step\n"
         "  fix: create the tensor once on the device\n"
@@ -235,8 +329,8 @@ TEST_CASE("markdown report: table and one section per finding") {
         "\n"
         "## `run/trace.json`\n"
         "\n"
-        "NVIDIA A100-SXM4-80GB · 8 steps · step time **25.000 ms** · GPU busy **61.5%** · recoverable **~5.000 ms "
-        "per step (20.0%)**\n"
+        "NVIDIA A100-SXM4-80GB · 8 steps · step time **25.000 ms** · GPU busy **61.5%** · recoverable **~5.800 ms "
+        "per step (23.2%)**\n"
         "\n"
         "_coverage: 19 of 20 rules checked this trace; 1 could not: no Python stacks (PTA111)_\n"
         "\n"

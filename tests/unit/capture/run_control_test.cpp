@@ -1,6 +1,7 @@
 // `ptadvise run`'s in-process part: launch planning, the child process, and what a run left behind.
 #include <doctest/doctest.h>
 #include <dlfcn.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <csignal>
@@ -179,24 +180,33 @@ TEST_CASE("run: the child's exit code, death by signal and start failures") {
   CHECK(outcome.start_error.find("No such file or directory") != std::string::npos);
 }
 
-TEST_CASE("run: SIGTERM sent to ptadvise reaches the child") {
-  // The child announces it is ready, then waits for SIGTERM and exits 42 when it arrives. The signal is
-  // sent to this process only after the announcement, when the forwarding handler is in place.
+namespace {
+
+// The child announces it is ready, then waits for `signal` and exits `code` when it arrives. The signal is
+// sent to this process only after the announcement, when the forwarding handler is in place.
+int exit_code_after_signal(int signal, const std::string& trap_name, int code) {
   TemporaryDirectory dir;
   fs::path ready = dir.path / "ready";
   LaunchPlan plan;
-  plan.argv = {"/bin/sh", "-c", "trap 'exit 42' TERM; touch \"$1\"; while :; do sleep 0.05; done", "sh",
-               ready.string()};
+  plan.argv = {"/bin/sh", "-c",
+               "trap 'exit " + std::to_string(code) + "' " + trap_name + "; touch \"$1\"; while :; do sleep 0.05; done",
+               "sh", ready.string()};
   pid_t self = ::getpid();
-  std::thread sender([self, ready] {
+  std::thread sender([self, ready, signal] {
     for (int wait = 0; wait < 2000 && !fs::exists(ready); ++wait) {
       std::this_thread::sleep_for(std::chrono::milliseconds(10));
     }
-    ::kill(self, SIGTERM);
+    ::kill(self, signal);
   });
   auto outcome = ptadvise::run_child(plan);
   sender.join();
-  CHECK(outcome.exit_code == 42);
+  return outcome.exit_code;
+}
+
+}  // namespace
+
+TEST_CASE("run: SIGTERM sent to ptadvise reaches the child") {
+  CHECK(exit_code_after_signal(SIGTERM, "TERM", 42) == 42);
 }
 
 TEST_CASE("run: outputs are the files the run created or changed") {
@@ -231,4 +241,57 @@ TEST_CASE("run: the driver probe explains a machine without an NVIDIA driver") {
   CHECK_FALSE(probe.usable);
   CHECK(probe.device_count == 0);
   CHECK(probe.message.find("no NVIDIA driver: libcuda.so.1 cannot be loaded") == 0);
+}
+
+TEST_CASE("run: SIGUSR1 and SIGHUP sent to ptadvise reach the child too") {
+  CHECK(exit_code_after_signal(SIGUSR1, "USR1", 43) == 43);
+  CHECK(exit_code_after_signal(SIGHUP, "HUP", 44) == 44);
+}
+
+TEST_CASE("run: a signal ptadvise was started with ignored stays ignored in the child (nohup)") {
+  struct sigaction ignore {}, saved {};
+  ignore.sa_handler = SIG_IGN;
+  sigemptyset(&ignore.sa_mask);
+  sigaction(SIGHUP, &ignore, &saved);
+  LaunchPlan plan;
+  plan.argv = {"/bin/sh", "-c", "kill -HUP $$; exit 5"};
+  auto outcome = ptadvise::run_child(plan);
+  struct sigaction after {};
+  sigaction(SIGHUP, &saved, &after);
+  CHECK(outcome.signal == 0);
+  CHECK(outcome.exit_code == 5);
+  CHECK((after.sa_handler == SIG_IGN));  // and ptadvise still ignores it afterwards
+}
+
+TEST_CASE("run: the child does not outlive a ptadvise that is killed") {
+  TemporaryDirectory dir;
+  fs::path pid_file = dir.path / "pid";
+  pid_t runner = fork();
+  REQUIRE(runner >= 0);
+  if (runner == 0) {
+    LaunchPlan plan;
+    plan.argv = {"/bin/sh", "-c", "echo $$ > \"$1.tmp\"; mv \"$1.tmp\" \"$1\"; while :; do sleep 0.05; done", "sh",
+                 pid_file.string()};
+    ptadvise::run_child(plan);
+    _exit(0);
+  }
+  for (int wait = 0; wait < 2000 && !fs::exists(pid_file); ++wait) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  std::ifstream in(pid_file);
+  pid_t child = 0;
+  in >> child;
+  REQUIRE(child > 0);
+  ::kill(runner, SIGKILL);  // ptadvise dies without a chance to clean up
+  waitpid(runner, nullptr, 0);
+  bool gone = false;
+  for (int wait = 0; wait < 500 && !gone; ++wait) {
+    // Gone, or a zombie waiting for its new parent to reap it.
+    std::ifstream stat("/proc/" + std::to_string(child) + "/stat");
+    std::string pid_text, name, state;
+    gone = !(stat >> pid_text >> name >> state) || state == "Z";
+    if (!gone) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  if (!gone) ::kill(child, SIGKILL);
+  CHECK(gone);
 }

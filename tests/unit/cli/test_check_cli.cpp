@@ -5,10 +5,13 @@
 
 #include <cstdlib>
 #include <filesystem>
+#include <nlohmann/json.hpp>
+#include <sstream>
 #include <string>
 
 #include "../advisor/python_check.h"
 #include "../advisor/temp_dir.h"
+#include "cli_run.h"
 #include "trace_builder.h"
 
 namespace {
@@ -16,24 +19,8 @@ namespace {
 using ptadvise::testing::read_file;
 using ptadvise::testing::TempDir;
 
-struct Run {
-  int exit_code = -1;
-  std::string out;
-  std::string err;
-};
-
-// Runs the CLI in `cwd` with NO_COLOR unset so colour decisions come from the flags alone.
-Run ptadvise_cli(const std::string& args, const std::string& cwd, const std::string& env = "") {
-  TempDir capture;
-  std::string command = "cd '" + cwd + "' && env -u NO_COLOR -u GITHUB_STEP_SUMMARY " + env + " '" PTADVISE_BINARY "' " +
-                        args + " >'" + capture.file("out") + "' 2>'" + capture.file("err") + "'";
-  int status = std::system(command.c_str());
-  Run run;
-  run.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  run.out = read_file(capture.file("out"));
-  run.err = read_file(capture.file("err"));
-  return run;
-}
+using ptadvise::testing::ptadvise_cli;
+using ptadvise::testing::Run;
 
 std::string scenario(const std::string& name) {
   return PTADVISE_SOURCE_DIR "/testdata/scenarios/" + name + ".json.gz";
@@ -86,10 +73,26 @@ TEST_CASE("check: exit codes for findings, --exit-zero, --fail-on and clean trac
   Run found = ptadvise_cli(check(dir) + "'" + kSync + "'", dir.path());
   CHECK(found.exit_code == 1);
   CHECK(found.out.find("warning[PTX901] scalar-read-in-step") != std::string::npos);
-  CHECK(found.out.find("  --> train.py:18 in forward\n") != std::string::npos);
+  CHECK(found.out.find("  --> train.py:18 in forward") != std::string::npos);
   CHECK(found.out.find("   = help: ") != std::string::npos);
-  CHECK(found.out.find("   = note: saves ~") != std::string::npos);
+  CHECK(found.out.find("   = costs ") != std::string::npos);
   CHECK(found.out.find('\x1b') == std::string::npos);  // not a terminal: no colour
+  // FORCE_COLOR / CLICOLOR_FORCE turn colour on without a terminal; NO_COLOR and --color never win.
+  CHECK(ptadvise_cli(check(dir) + "'" + kSync + "'", dir.path(), "FORCE_COLOR=1").out.find('\x1b') != std::string::npos);
+  CHECK(ptadvise_cli(check(dir) + "'" + kSync + "'", dir.path(), "CLICOLOR_FORCE=1").out.find('\x1b') != std::string::npos);
+  CHECK(ptadvise_cli(check(dir) + "'" + kSync + "'", dir.path(), "FORCE_COLOR=1 NO_COLOR=1").out.find('\x1b') ==
+        std::string::npos);
+  CHECK(ptadvise_cli(check(dir) + "--color never '" + kSync + "'", dir.path(), "FORCE_COLOR=1").out.find('\x1b') ==
+        std::string::npos);
+  // Not a terminal: 80 columns, or $COLUMNS.
+  for (const auto& [env, width] : {std::pair<std::string, size_t>{"", 80}, {"COLUMNS=50", 50}}) {
+    Run wrapped = ptadvise_cli(check(dir) + "'" + kSync + "'", dir.path(), env);
+    std::istringstream lines(wrapped.out);
+    for (std::string line; std::getline(lines, line);) CHECK(line.size() <= width);
+  }
+  Run concise = ptadvise_cli(check(dir) + "--concise '" + kSync + "'", dir.path());
+  CHECK(concise.out.rfind("train.py:18: warning[PTX901] scalar-read-in-step: ", 0) == 0);
+  CHECK(count(concise.out, "\n") == 3);  // the finding, a blank line, the total
 
   CHECK(ptadvise_cli(check(dir) + "--exit-zero '" + kSync + "'", dir.path()).exit_code == 0);
   CHECK(ptadvise_cli(check(dir) + "--fail-on error '" + kSync + "'", dir.path()).exit_code == 0);
@@ -97,7 +100,7 @@ TEST_CASE("check: exit codes for findings, --exit-zero, --fail-on and clean trac
   CHECK(fixed.exit_code == 0);
   CHECK(fixed.out.find("No findings.") != std::string::npos);
   Run colour = ptadvise_cli(check(dir) + "--color always '" + kSync + "'", dir.path());
-  CHECK(colour.out.find("\x1b[1;33mwarning\x1b[0m") != std::string::npos);
+  CHECK(colour.out.find("\x1b[1m\x1b[33mwarning\x1b[0m") != std::string::npos);
 }
 
 TEST_CASE("check: input and usage errors exit 2 with one line") {
@@ -110,7 +113,7 @@ TEST_CASE("check: input and usage errors exit 2 with one line") {
   Run format = ptadvise_cli("check --format xml '" + kSync + "'", dir.path());
   CHECK(format.exit_code == 2);
   CHECK(format.err ==
-        "ptadvise: error: --format: unknown format 'xml' (expected text, json, sarif, github, junit or markdown)\n");
+        "ptadvise: error: --format: unknown format 'xml' (expected text, json, sarif, github, junit, markdown or html)\n");
   CHECK(ptadvise_cli("check --output sarif '" + kSync + "'", dir.path()).exit_code == 2);
   Run fail_on = ptadvise_cli("check --fail-on loud '" + kSync + "'", dir.path());
   CHECK(fail_on.exit_code == 2);
@@ -120,6 +123,20 @@ TEST_CASE("check: input and usage errors exit 2 with one line") {
   CHECK(select.err.rfind("ptadvise: error: command line: select: 'PTA999' is not a rule id, name or tag", 0) == 0);
   CHECK(count(select.err, "\n") == 1);
   CHECK(ptadvise_cli("check --no-such-flag '" + kSync + "'", dir.path()).exit_code == 2);
+  // Usage errors name the problem and the nearest command or option.
+  Run typo = ptadvise_cli("chekc '" + kSync + "'", dir.path());
+  CHECK(typo.exit_code == 2);
+  CHECK(typo.err.rfind("ptadvise: error: unknown command 'chekc' (did you mean `check`?)\n", 0) == 0);
+  Run option = ptadvise_cli("check --formt json '" + kSync + "'", dir.path());
+  CHECK(option.exit_code == 2);
+  CHECK(option.err.rfind("ptadvise: error: unknown option '--formt' for `check` (did you mean `--format`?)\n", 0) == 0);
+  Run far = ptadvise_cli("frobnicate", dir.path());
+  CHECK(far.err.rfind("ptadvise: error: unknown command 'frobnicate'\n", 0) == 0);
+  // A bad --output path says why, in the OS's words.
+  Run unwritable = ptadvise_cli(check(dir) + "--output json=no/such/dir/out.json '" + kSync + "'", dir.path());
+  CHECK(unwritable.exit_code == 2);
+  CHECK(unwritable.err.find("no/such/dir/out.json: cannot write the json report: No such file or directory") !=
+        std::string::npos);
 
   dir.write("bad.yaml", "select: [PTX901]\nfail-on: sometimes\n");
   Run config = ptadvise_cli("check --config bad.yaml '" + kSync + "'", dir.path());
@@ -155,11 +172,17 @@ TEST_CASE("check: kernel family tables from --kernel-families and the configurat
   Run shipped = ptadvise_cli("check --select tiny-kernel-storm '" + storm + "'", dir.path());
   CHECK(shipped.exit_code == 1);
   CHECK(shipped.out.find("[PTA103]") != std::string::npos);
+  // The header splits the busy share: a waiting GPU is not a busy one.
+  CHECK(shipped.out.find("GPU busy 39.4% (compute 35.2%, communication 0.0%, copies 4.2%)") != std::string::npos);
   dir.write("all-communication.yaml", "rules:\n  - family: communication\n    glob: '*'\n");
   Run user = ptadvise_cli("check --select tiny-kernel-storm --kernel-families all-communication.yaml '" + storm + "'",
                           dir.path());
   CHECK(user.exit_code == 0);
   CHECK(user.out.find("[PTA103]") == std::string::npos);
+  CHECK(user.out.find("GPU busy 39.4% (compute 0.0%, communication 35.2%, copies 4.2%)") != std::string::npos);
+  Run json = ptadvise_cli("check --format json --kernel-families all-communication.yaml '" + storm + "'", dir.path());
+  CHECK(json.out.find("\"compute_busy_pct\": 0.00,\n      \"communication_pct\": 35.23,\n      \"copy_pct\": 4.16,") !=
+        std::string::npos);
   dir.write(".ptadvise.yaml", "kernel-families: [all-communication.yaml]\n");
   Run configured = ptadvise_cli("check --select tiny-kernel-storm '" + storm + "'", dir.path());
   CHECK(configured.exit_code == 0);
@@ -192,9 +215,11 @@ TEST_CASE("check: baseline write, use, stale entries and prune") {
   std::string baseline = read_file(dir.file("base.yaml"));
   CHECK(baseline.find("    rule: \"PTX901\"\n") != std::string::npos);
 
-  Run with = ptadvise_cli(check(dir) + "--baseline base.yaml '" + kSync + "'", dir.path());
+  Run with = ptadvise_cli(check(dir) + "--baseline base.yaml '" + kSync + "'", dir.path(), "COLUMNS=1000");
   CHECK(with.exit_code == 0);
-  CHECK(with.out.find("(in baseline)") != std::string::npos);
+  // Accepted findings are counted, not printed.
+  CHECK(with.out.find("warning[PTX901]") == std::string::npos);
+  CHECK(with.out.find("1 accepted in the baseline, not shown.") != std::string::npos);
 
   // The fixed program: the accepted finding is gone, so its entry is stale.
   Run stale = ptadvise_cli(check(dir) + "--baseline base.yaml '" + kSyncFixed + "'", dir.path());
@@ -218,9 +243,10 @@ TEST_CASE("check: several outputs in one run; SARIF validates; github summary") 
                          "--output github=gh.txt --output markdown=out.md '" + kSync + "'",
                          dir.path(), "GITHUB_STEP_SUMMARY=" + dir.file("summary.md"));
   CHECK(run.exit_code == 1);
-  CHECK(run.out.find("\"rule_id\": \"PTX901\"") != std::string::npos);
-  CHECK(run.out.find("\"source\": {\"file\": \"train.py\", \"line\": 18, \"function\": \"forward\"}") !=
-        std::string::npos);
+  const auto json = nlohmann::json::parse(run.out);
+  CHECK(json["traces"][0]["findings"][0]["rule_id"] == "PTX901");
+  CHECK(json["traces"][0]["findings"][0]["source"] ==
+        nlohmann::json{{"file", "train.py"}, {"line", 18}, {"function", "forward"}});
   CHECK(read_file(dir.file("out.xml")).find("<testcase classname=\"ptadvise.PTX901\"") != std::string::npos);
   CHECK(read_file(dir.file("gh.txt")).rfind("::warning file=train.py,line=18,title=PTX901 scalar-read-in-step", 0) == 0);
   CHECK(read_file(dir.file("out.md")).find("# ptadvise report") == 0);
@@ -242,8 +268,8 @@ TEST_CASE("check: --annotate writes the trace with a findings track") {
   Run run = ptadvise_cli(check(dir) + "--exit-zero --annotate annotated.json '" + kSync + "'", dir.path());
   CHECK(run.exit_code == 0);
   std::string annotated = read_file(dir.file("annotated.json"));
-  CHECK(annotated.find("\"name\": \"ptadvise findings\"") != std::string::npos);
-  CHECK(annotated.find("\"cat\": \"ptadvise\", \"name\": \"PTX901 scalar-read-in-step\"") != std::string::npos);
+  CHECK(annotated.find("\"name\":\"ptadvise findings\"") != std::string::npos);
+  CHECK(annotated.find("\"cat\":\"ptadvise\",\"name\":\"PTX901 scalar-read-in-step\"") != std::string::npos);
   if (ptadvise::testing::python_has("json")) {
     CHECK(ptadvise::testing::run_python(
               "import json,sys,gzip; a=json.load(open(sys.argv[1])); o=json.load(gzip.open(sys.argv[2])); "
@@ -267,14 +293,24 @@ TEST_CASE("diff: findings that disappeared, step time change and the regression 
   CHECK(text.out.find("findings that disappeared (1):\n  - PTX901 scalar-read-in-step: train.py:18 in forward") !=
         std::string::npos);
   CHECK(text.out.find("  -2.358 ms  aten::_local_scalar_dense  (2.358 -> 0.000 ms)\n") != std::string::npos);
+  // Markdown for pull-request comments: the same facts as tables.
+  Run markdown = ptadvise_cli("diff --format markdown --max-regression 1000 " + rules + "'" + kSync + "' '" +
+                              kSyncFixed + "'", dir.path());
+  CHECK(markdown.exit_code == 0);
+  CHECK(markdown.out.rfind("## ptadvise diff\n", 0) == 0);
+  CHECK(markdown.out.find("### Findings that disappeared (1)\n\n| rule | severity | where | saving per step |\n"
+                          "|---|---|---|---:|\n| `PTX901` scalar-read-in-step | warning | `train.py:18 in forward") !=
+        std::string::npos);
+  CHECK(markdown.out.find("| -2.358 ms | `aten::_local_scalar_dense` | 2.358 ms | 0.000 ms |\n") != std::string::npos);
 
   // num_workers=0 against its fix: an iteration period of 9.556 ms against 4.089 ms.
   const std::string slow = scenario("05_dataloader_num_workers_0");
   const std::string fast = scenario("05_dataloader_num_workers_0_fixed");
   Run regressed = ptadvise_cli("diff --format json '" + fast + "' '" + slow + "'", dir.path());
   CHECK(regressed.exit_code == 1);
-  CHECK(regressed.out.find("\"regressed\": true") != std::string::npos);
-  CHECK(regressed.out.find("\"step_change_pct\": 133.67") != std::string::npos);
+  const auto diff = nlohmann::json::parse(regressed.out);
+  CHECK(diff["regressed"] == true);
+  CHECK(diff["step_change_pct"] == 133.67);
   CHECK(ptadvise_cli("diff '" + slow + "' '" + fast + "'", dir.path()).exit_code == 0);
   CHECK(ptadvise_cli("diff --max-regression 140 '" + fast + "' '" + slow + "'", dir.path()).exit_code == 0);
 }
@@ -297,8 +333,9 @@ TEST_CASE("check: a directory of per-rank traces reports each rank; baselines an
                          dir.path());
   CHECK(run.exit_code == 0);  // a fresh baseline accepts everything
   CHECK(count(run.out, "\"rule_id\": \"PTX901\"") == 2);
-  CHECK(run.out.find("\"rank\": 0,") != std::string::npos);
-  CHECK(run.out.find("\"rank\": 1,") != std::string::npos);
+  const auto ranks = nlohmann::json::parse(run.out);
+  CHECK(ranks["traces"][0]["rank"] == 0);
+  CHECK(ranks["traces"][1]["rank"] == 1);
   // The same site on both ranks is one baseline entry.
   CHECK(count(read_file(dir.file("base.yaml")), "  - fingerprint: ") == 1);
   CHECK(std::filesystem::exists(dir.file("out.rank0.json")));
@@ -326,14 +363,15 @@ TEST_CASE("check: every format says which rules could not check a CPU-only trace
     return;
   }
   TempDir dir;
-  Run text = ptadvise_cli("check --exit-zero '" + cpu + "'", dir.path());
+  Run text = ptadvise_cli("check --exit-zero '" + cpu + "'", dir.path(), "COLUMNS=1000");
   CHECK(text.out.find("no GPU activity in the trace") != std::string::npos);
   CHECK(text.out.find("GPU busy") == std::string::npos);
   CHECK(text.out.find("  coverage: 7 of 21 rules checked this trace; 14 could not: no GPU activity (PTA101, ") !=
         std::string::npos);
   Run json = ptadvise_cli("check --exit-zero --format json '" + cpu + "'", dir.path());
-  CHECK(json.out.find("\"coverage\": {\"rules_run\": 7, \"rules_not_run\": [{\"id\": \"PTA101\", \"reason\": \"no GPU "
-                      "activity\"}") != std::string::npos);
+  const auto coverage = nlohmann::json::parse(json.out)["traces"][0]["coverage"];
+  CHECK(coverage["rules_run"] == 7);
+  CHECK(coverage["rules_not_run"][0] == nlohmann::json{{"id", "PTA101"}, {"reason", "no GPU activity"}});
   for (const char* format : {"sarif", "github", "markdown"}) {
     CAPTURE(format);
     Run printed = ptadvise_cli("check --exit-zero --format " + std::string(format) + " '" + cpu + "'", dir.path());
@@ -341,5 +379,5 @@ TEST_CASE("check: every format says which rules could not check a CPU-only trace
   }
   Run junit = ptadvise_cli("check --exit-zero --format junit '" + cpu + "'", dir.path());
   CHECK(junit.out.find("skipped=\"14\"") != std::string::npos);
-  CHECK(junit.out.find("<skipped message=\"could not check this trace: no GPU activity\"/>") != std::string::npos);
+  CHECK(junit.out.find("<skipped message=\"could not check this trace: no GPU activity\" />") != std::string::npos);
 }

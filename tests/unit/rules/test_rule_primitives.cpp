@@ -277,7 +277,7 @@ TEST_CASE("idle time from the ledger: culprits, refill, stretches, claims") {
   // to the next launch), and an unrelated 100 µs cpu-work gap in step 2.
   f.analysis.idle = {
       IdleGap{0, 0, 460000, 480000, IdleCause::Sync, scalar},
-      IdleGap{0, 0, 480000, 510000, IdleCause::CpuWork, item, false, true},
+      IdleGap{0, 0, 480000, 510000, IdleCause::CpuWork, item, true, true},
       IdleGap{0, 1, 1500000, 1600000, IdleCause::CpuWork, add},
   };
   const std::string select = "select: {syncs: {kind: cpu_op, name: \"aten::item\"}}\ngroup: {by: [op]}\n";
@@ -295,6 +295,13 @@ TEST_CASE("idle time from the ledger: culprits, refill, stretches, claims") {
     g.analysis.idle[1].queues_work = false;
     auto findings = run(g.analysis, select + "metrics: {idle_ms: {idle: {causes: [sync], culprits: site, refill: true}}}\n" +
                                         "saving: {ms_per_step: idle_ms, method: idle}\n");
+    REQUIRE(findings.size() == 1);
+    CHECK(findings[0].saving_ms_per_step == doctest::Approx(0.010));
+    // ... and so is a stretch in which the host never launches again (a harness's sync, then nothing).
+    g.analysis.idle[1].queues_work = true;
+    g.analysis.idle[1].launching = false;
+    findings = run(g.analysis, select + "metrics: {idle_ms: {idle: {causes: [sync], culprits: site, refill: true}}}\n" +
+                                   "saving: {ms_per_step: idle_ms, method: idle}\n");
     REQUIRE(findings.size() == 1);
     CHECK(findings[0].saving_ms_per_step == doctest::Approx(0.010));
   }

@@ -74,7 +74,7 @@ TEST_CASE("a valid rule loads with its metadata and thresholds") {
 TEST_CASE("unknown keys are errors naming line, column and key") {
   CHECK(error_of(replace_line(kValid, 6, "fix: Do not.\nfixes: x")) ==
         "r.yaml:7:1: fixes: unknown key; expected one of id, name, severity, tags, summary, fix, docs, order, "
-        "thresholds, select, group, metrics, when, message, saving, tests");
+        "thresholds, select, group, metrics, when, message, saving, tests, transform");
   CHECK(error_of(replace_line(kValid, 11, "  syncs: {kind: cpu_op, nam: x}")) ==
         "r.yaml:11:25: select.syncs.nam: unknown key; expected one of kind, name, exclude_name, family, "
         "exclude_family, inside, not_inside, min_dur, max_dur, in_step, after_first_step, in_warmup, waits_for_gpu, "

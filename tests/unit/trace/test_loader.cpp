@@ -1,6 +1,5 @@
 // The loader on small inline traces of every era and quirk, and on bad input.
 #include <doctest/doctest.h>
-#include <libdeflate.h>
 
 #include <cstdio>
 #include <filesystem>
@@ -9,6 +8,7 @@
 #include <vector>
 
 #include "ptadvise/loader.h"
+#include "gzip_bytes.h"
 #include "trace_builder.h"
 
 using ptadvise::EventIndex;
@@ -44,14 +44,7 @@ EventIndex find(const Timeline& timeline, std::string_view name, size_t nth = 0)
   return 0;
 }
 
-std::string gzip(std::string_view text) {
-  libdeflate_compressor* compressor = libdeflate_alloc_compressor(6);
-  std::string out(libdeflate_gzip_compress_bound(compressor, text.size()), '\0');
-  size_t size = libdeflate_gzip_compress(compressor, text.data(), text.size(), out.data(), out.size());
-  libdeflate_free_compressor(compressor);
-  out.resize(size);
-  return out;
-}
+std::string gzip(std::string_view text) { return ptadvise::testing::gzip_bytes(text); }
 
 struct TempDir {
   std::filesystem::path path;
@@ -474,7 +467,14 @@ TEST_CASE("loader: gzip input, including multi-member streams, from bytes and fr
   std::string corrupt = gzip(text);
   corrupt[corrupt.size() / 2] = static_cast<char>(corrupt[corrupt.size() / 2] ^ 0x55);
   corrupt.resize(corrupt.size() - 12);
-  CHECK(load_error(corrupt).find("trace.json: corrupt gzip data at compressed byte 0") == 0);
+  // Damaged in the middle: what inflates before the damage is used, with a warning (like a cut file).
+  auto damaged = ptadvise::load_trace_bytes(corrupt, "trace.json");
+  REQUIRE(std::holds_alternative<Timeline>(damaged));
+  CHECK(std::get<Timeline>(damaged).stats.warnings.at(0).find(
+            "trace.json: the gzip data is cut short or damaged after compressed byte ") == 0);
+  // Nothing inflates at all: an error.
+  CHECK(load_error(std::string("\x1f\x8b\x08\x00garbage garbage garbage")) ==
+        "trace.json: corrupt gzip data at compressed byte 0");
 }
 
 TEST_CASE("loader: directories load one timeline per file, ranked by distributedInfo, file name, then order") {

@@ -97,5 +97,5 @@ TEST_CASE("summary printers: text names the figures; JSON carries the documented
   CHECK(pretty.find("\n  \"steps\": {\n    \"count\": 2,") != std::string::npos);
   const std::string many = summaries_json({summary, summary}, 0);
   CHECK(many.front() == '[');
-  CHECK(many.find("},{\"path\"") != std::string::npos);
+  CHECK(many.find("},{\"schema_version\":\"1.0\",\"path\"") != std::string::npos);
 }

@@ -64,6 +64,16 @@ struct IdleGap {
   int64_t duration_ns() const { return end_ns - start_ns; }
 };
 
+// The step's side of the ledger beside its idle gaps: GPU busy time and the bound on what faster GPU work
+// (a faster kernel, a removed copy) can take off the step (docs/ANALYSIS.md, "The step ledger").
+struct StepLedger {
+  int64_t window_ns = 0;        // the step's ledger window
+  int64_t busy_ns = 0;          // GPU busy inside it, all devices together
+  int64_t host_period_ns = 0;   // host start to the next step's host start
+  int64_t host_wait_ns = 0;     // of it, the launching thread waiting while the GPU was busy
+  int64_t gpu_bound_ns = 0;     // min(busy, period - (host period - host wait)), at least 0
+};
+
 struct SourceLocation {
   std::string file;
   int line = 0;
@@ -82,6 +92,7 @@ struct Analysis {
   std::vector<int32_t> devices;                 // GPU devices that have activity, sorted
   std::vector<std::vector<Interval>> busy;      // per entry of `devices`: merged kernel/memcpy/memset time
   std::vector<IdleGap> idle;                    // the ledger, sorted by (device, start)
+  std::vector<StepLedger> step_ledger;          // per step: busy time and the GPU-time bound
   std::vector<uint32_t> event_step;             // per event: index into steps, or kNone
   uint32_t main_track = kNone;  // the CPU thread carrying the step markers, else the one launching most GPU work
   std::unordered_map<int64_t, EventIndex> cpu_op_by_external_id;  // `External id` of CPU ops (> 0)
@@ -109,6 +120,8 @@ struct Analysis {
   double median_step_ns() const;  // median period of the steady-state steps
   // Total GPU idle inside the step windows (all devices): the sum of the ledger.
   int64_t total_idle_ns() const;
+  // Mean over the steady steps of StepLedger::gpu_bound_ns: what faster GPU work can take off a step.
+  double gpu_bound_ns_per_step() const;
 
   // `Python id` -> python_function event, built on first use by user_source().
   mutable std::optional<std::unordered_map<int64_t, EventIndex>> python_by_id;
@@ -132,6 +145,24 @@ struct IdleShare {
   IdleCause cause = IdleCause::Untraced;
   double ms = 0;  // ledger time charged to the cause, all devices, all steps
 };
+// What one device did during the steady steps' windows, each moment counted once in this order: compute
+// kernels, communication kernels (family `communication`: NCCL/RCCL, mostly waiting for peers), copies
+// (memcpy, then memset), idle. Shares add up to 100; the ms figures are per steady step.
+struct DeviceShare {
+  int32_t device = -1;
+  double compute_busy_pct = 0, communication_pct = 0, copy_pct = 0, idle_pct = 0;
+  double compute_ms = 0, communication_ms = 0, copy_ms = 0, idle_ms = 0;  // per steady step
+};
+
+// Where one step's GPU time went (summed over devices), for the per-step strip chart of the HTML report.
+struct StepBreakdown {
+  int64_t number = 0;
+  double period_ms = 0;
+  bool steady = true;  // false for warm-up and a cut-short last step (left out of every other figure)
+  double compute_ms = 0, communication_ms = 0, copy_ms = 0;  // copies and memsets
+  double idle_ms[5] = {0, 0, 0, 0, 0};  // the ledger by IdleCause, in enum order
+};
+
 struct Summary {
   std::string path;
   std::vector<DeviceInfo> devices;  // devices with activity (from deviceProperties when present)
@@ -153,12 +184,16 @@ struct Summary {
   double compute_busy_pct = 0, communication_pct = 0, copy_pct = 0, idle_pct = 0;
   // Breakdown of GPU time within the steady windows, in ms (per device, summed over devices).
   double compute_ms = 0, communication_ms = 0, memcpy_ms = 0, memset_ms = 0, idle_ms = 0;
+  std::vector<DeviceShare> device_shares;  // the same split per device, in device order
+  // Kernel time per steady step by family of data/kernel_families.yaml (all devices, overlaps counted twice).
+  double family_ms_per_step[kKernelFamilyCount] = {};
   double kernels_per_step = 0;
   double tiny_kernel_pct = 0;  // kernels shorter than 10 us, % of kernel count
   int64_t kernel_count = 0;    // kernels inside steps
   std::vector<IdleShare> idle_causes;  // the ledger by cause, largest first, causes with time only
   std::vector<KernelStat> top_kernels;  // by total time
   std::vector<KernelStat> top_cpu_ops;  // by total (inclusive) time
+  std::vector<StepBreakdown> steps;     // every step in order, in its ledger window
   LoadStats load;
 };
 Summary summarize(const Analysis& analysis, size_t top_n = 10);

@@ -1,6 +1,9 @@
 // Loading traces: one file (.json or .json.gz) or a directory of per-rank traces.
 #pragma once
 
+#include <cstdint>
+#include <functional>
+#include <optional>
 #include <string>
 #include <variant>
 #include <vector>
@@ -16,9 +19,12 @@ struct LoadError {
 
 struct LoadOptions {
   bool link = true;  // run the link pass (parents, launches) after parsing
+  // Called by load_traces after each file: (files loaded, files in this path, uncompressed bytes of the
+  // file), for progress displays.
+  std::function<void(size_t, size_t, uint64_t)> on_file_loaded;
 };
 
-// Loads one trace file. Recoverable problems (truncation, malformed events) land in Timeline::stats.
+// Loads one trace file ("-" reads stdin; pipes such as `<(zcat t.json.gz)` work too). Recoverable problems (truncation, malformed events) land in Timeline::stats.
 std::variant<Timeline, LoadError> load_trace_file(const std::string& path, const LoadOptions& options = {});
 
 // Loads from bytes already in memory (tests, fuzzing). `label` names the source in messages.
@@ -30,5 +36,12 @@ std::variant<Timeline, LoadError> load_trace_bytes(std::string_view bytes, const
 // the result is sorted by rank.
 std::variant<std::vector<Timeline>, LoadError> load_traces(const std::vector<std::string>& paths,
                                                            const LoadOptions& options = {});
+
+// A trace is "partial" when more than `max_lost_share` of it could not be read: bytes of the event list
+// skipped after syntax errors, or events skipped as malformed. Returns the one-line message saying how
+// much was lost (naming the file), or nullopt. Commands fail on it unless the user accepts partial traces
+// (--accept-partial): findings on a tenth of a trace are not a clean result.
+inline constexpr double kMaxLostShare = 0.05;
+std::optional<std::string> partial_trace_problem(const Timeline& timeline, double max_lost_share = kMaxLostShare);
 
 }  // namespace ptadvise

@@ -118,6 +118,7 @@ struct LoadStats {
   uint64_t unknown_phases = 0;      // phases we do not use (C counters, b/e async, ...)
   uint64_t truncated_bytes = 0;     // bytes after the last complete event of a cut file
   uint64_t recovered_errors = 0;    // JSON syntax errors skipped by resynchronising at the next event
+  uint64_t lost_bytes = 0;          // bytes of the event list skipped because of syntax errors
   std::vector<std::string> warnings;  // one line each, already phrased for the user
 };
 
@@ -136,6 +137,9 @@ struct Timeline {
   std::optional<int> rank;  // distributedInfo.rank, else from the file name
   int world_size = 1;
   int64_t origin_ns = 0;  // absolute epoch ns of ts_ns == 0
+  // ts_ns == 0 in the file's own time base (ns, as written, without baseTimeNanoseconds): what viewers
+  // such as Perfetto place events by.
+  int64_t file_origin_ns = 0;
   std::vector<std::vector<EventIndex>> track_events;  // per track, sorted by (ts asc, dur desc)
   std::vector<int64_t> flow_correlation;  // ac2g / async_cpu_to_gpu flow ids seen (diagnostics)
   LoadStats stats;

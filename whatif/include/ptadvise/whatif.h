@@ -106,7 +106,8 @@ struct TransformSpec {
   Primitive primitive = Primitive::Remove;
   ScaleTable table = ScaleTable::None;
   double factor = 1.0;  // Scale without a table
-  int workers = 4;      // Background
+  int workers = 4;      // Background: worker processes (num_workers)
+  int prefetch = 2;     // Background: batches each worker has ready when the window opens (prefetch_factor)
   // What the transform touches of the selected events: the GPU work they launched only ("gpu"), their
   // host time only ("host"), or both (default).
   bool host = true;
@@ -117,6 +118,7 @@ struct Fix {
   TransformSpec spec;
   std::vector<EventIndex> events;
   std::string label;  // rule id or finding, for messages
+  std::string method;  // what the fix changes, phrased for the user
 };
 
 // ---- replay ----------------------------------------------------------------------------------------

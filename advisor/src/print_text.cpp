@@ -1,0 +1,262 @@
+// The terminal report. Lines are wrapped to the terminal width (words move to the next line, nothing is
+// cut); text that comes from the trace passes through format::visible so control characters never reach
+// the terminal raw; colours are {fmt}'s text styles.
+#include <fmt/color.h>
+
+#include <ostream>
+
+#include "format.h"
+#include "whatif_format.h"
+#include "ptadvise/advisor.h"
+
+namespace ptadvise {
+
+namespace {
+
+using format::fixed;
+using format::visible;
+
+struct Palette {
+  bool on = false;
+  std::string paint(std::string_view text, fmt::text_style style) const {
+    if (!on) return std::string(text);
+    return fmt::format(style, "{}", text);
+  }
+  std::string severity(Severity s) const {
+    auto color = s == Severity::Error ? fmt::terminal_color::red
+                 : s == Severity::Warning ? fmt::terminal_color::yellow
+                                          : fmt::terminal_color::cyan;
+    return paint(to_string(s), fmt::emphasis::bold | fmt::fg(color));
+  }
+  std::string bold(std::string_view text) const { return paint(text, fmt::emphasis::bold); }
+  std::string blue(std::string_view text) const { return paint(text, fmt::emphasis::bold | fmt::fg(fmt::terminal_color::blue)); }
+  std::string green(std::string_view text) const { return paint(text, fmt::emphasis::bold | fmt::fg(fmt::terminal_color::green)); }
+};
+
+// Columns a UTF-8 string takes (one per code point; the names we print are not wide characters).
+size_t columns(std::string_view text) {
+  size_t n = 0;
+  for (char c : text) n += (static_cast<unsigned char>(c) & 0xC0) != 0x80 ? 1 : 0;
+  return n;
+}
+
+// Writes `prefix` (already painted; `prefix_columns` wide) and `body` wrapped at spaces to `width`
+// columns; continuation lines start with `indent` spaces. A word longer than a whole line is split
+// between characters rather than cut.
+void wrapped(std::ostream& out, const std::string& prefix, size_t prefix_columns, std::string_view body,
+             size_t width, size_t indent) {
+  out << prefix;
+  size_t column = prefix_columns;
+  const size_t min_room = 20;  // never wrap into a sliver
+  width = std::max(width, indent + min_room);
+  size_t pos = 0;
+  bool line_start = true;
+  while (pos < body.size()) {
+    size_t space = body.find(' ', pos);
+    std::string_view word = body.substr(pos, space == std::string_view::npos ? std::string_view::npos : space - pos);
+    pos = space == std::string_view::npos ? body.size() : space + 1;
+    if (word.empty()) continue;
+    size_t word_columns = columns(word);
+    const bool fits_next_line = indent + word_columns <= width;
+    if ((!line_start && column + 1 + word_columns > width) ||
+        (line_start && column > indent && column + word_columns > width && fits_next_line)) {
+      out << "\n" << std::string(indent, ' ');
+      column = indent;
+      line_start = true;
+    }
+    if (!line_start) {
+      out << ' ';
+      ++column;
+    }
+    // A word wider than the room left on an empty line: split it over lines.
+    while (column + word_columns > width && width > column) {
+      size_t room = width - column, taken = 0, bytes = 0;
+      while (bytes < word.size() && taken < room) {
+        ++bytes;
+        while (bytes < word.size() && (static_cast<unsigned char>(word[bytes]) & 0xC0) == 0x80) ++bytes;
+        ++taken;
+      }
+      out << word.substr(0, bytes) << "\n" << std::string(indent, ' ');
+      word.remove_prefix(bytes);
+      word_columns -= taken;
+      column = indent;
+    }
+    out << word;
+    column += word_columns;
+    line_start = false;
+  }
+  out << "\n";
+}
+
+std::string pct_of_step(double ms, double step_ms) {
+  if (step_ms <= 0) return "n/a";
+  return fixed(100.0 * ms / step_ms, 1) + "%";
+}
+
+// "once per step", "2 times per step", "0.5 times per step".
+std::string times_per_step(double count) {
+  if (count == 1) return "once per step";
+  return (count == std::floor(count) ? fixed(count, 0) : fixed(count, 1)) + " times per step";
+}
+
+// "train.py:42 in train_step", else the trace file.
+std::string location(const TraceReport& trace, const Finding& f) {
+  std::string source = format::source_text(f);
+  return visible(source.empty() ? trace.path : source);
+}
+
+bool accepted(const TraceReport& trace, size_t index) {
+  return !trace.new_finding.empty() && !trace.new_finding[index];
+}
+
+size_t accepted_count(const TraceReport& trace) {
+  size_t n = 0;
+  for (size_t i = 0; i < trace.findings.size(); ++i) n += accepted(trace, i) ? 1 : 0;
+  return n;
+}
+
+void print_trace_header(const TraceReport& trace, std::ostream& out, const Palette& p, size_t width) {
+  wrapped(out, p.bold("ptadvise:") + " ", 10, visible(format::trace_label(trace)), width, 4);
+  std::string line;
+  if (!trace.device.empty()) line += visible(trace.device) + ", ";
+  line += std::to_string(trace.step_count) + (trace.step_count == 1 ? " step" : " steps");
+  if (!trace.step_note.empty()) line += " (" + visible(trace.step_note) + ")";
+  line += ", step time " + fixed(trace.step_ms, 3) + " ms, ";
+  line += trace.has_gpu ? "GPU busy " + fixed(trace.gpu_busy_pct, 1) + "%" : "no GPU activity in the trace";
+  if (trace.has_gpu && trace.summary) {  // a waiting GPU is not a busy one: communication and copies apart
+    line += " (compute " + fixed(trace.summary->compute_busy_pct, 1) + "%, communication " +
+            fixed(trace.summary->communication_pct, 1) + "%, copies " + fixed(trace.summary->copy_pct, 1) + "%)";
+  }
+  wrapped(out, "  ", 2, line, width, 4);
+  wrapped(out, "  ", 2, "coverage: " + format::coverage_line(trace), width, 4);
+  wrapped(out, "  ", 2,
+          "recoverable: ~" + fixed(trace.recoverable_ms, 3) + " ms per step (" +
+              pct_of_step(trace.recoverable_ms, trace.step_ms) + " of step time) from " +
+              std::to_string(trace.findings.size()) + (trace.findings.size() == 1 ? " finding" : " findings") +
+              ", each nanosecond claimed once",
+          width, 4);
+  for (const std::string& line : format::whatif_headline(trace.prediction)) wrapped(out, "  ", 2, line, width, 4);
+  // Load warnings go to stderr as they happen (run_check); repeating them here would print them twice.
+  out << "\n";
+}
+
+void print_title(const Finding& f, std::ostream& out, const Palette& p, size_t width) {
+  const std::string rank = "#" + std::to_string(f.rank);
+  const std::string severity(to_string(f.severity));
+  const std::string id = "[" + f.rule_id + "]";
+  const std::string prefix = p.bold(rank) + " " + p.severity(f.severity) + p.bold(id) + " ";
+  const size_t prefix_columns = rank.size() + 1 + severity.size() + id.size() + 1;
+  wrapped(out, prefix, prefix_columns, f.rule_name + ": " + visible(f.message), width, 4);
+}
+
+// At most four lines: what, where, what it costs and saves, how to fix it.
+void print_finding(const TraceReport& trace, const Finding& f, std::ostream& out, const Palette& p, size_t width) {
+  print_title(f, out, p, width);
+  std::string where = location(trace, f);
+  std::string site = visible(describe_site(Site{f.site.op, f.site.kernel, f.site.op_chain, std::nullopt, f.site.detail}));
+  if (!site.empty() && site != "(whole trace)") where += " (" + site + ")";
+  wrapped(out, "  " + p.blue("-->") + " ", 6, where, width, 6);
+  const std::string bar = "   " + p.blue("=") + " ";
+  wrapped(out, bar, 5,
+          "costs " + fixed(f.time_ms_per_step, 3) + " ms per step (" + times_per_step(f.count_per_step) + ", in " +
+              fixed(f.steps_present_pct, 0) + "% of steps); saves ~" + fixed(f.saving_ms_per_step, 3) + " ms (" +
+              fixed(f.saving_pct, 1) + "% of the step), confidence " + std::string(to_string(f.confidence)),
+          width, 5);
+  if (!f.fix.empty()) wrapped(out, bar + p.bold("help") + ": ", 11, visible(f.fix), width, 5);
+  out << "\n";
+}
+
+// Everything: site, detail, each evidence item, the estimate's method.
+void print_finding_verbose(const TraceReport& trace, const Finding& f, std::ostream& out, const Palette& p,
+                           size_t width) {
+  print_title(f, out, p, width);
+  wrapped(out, "  " + p.blue("-->") + " ", 6, location(trace, f), width, 6);
+  const std::string bar = "   " + p.blue("=") + " ";
+  std::string site = describe_site(Site{f.site.op, f.site.kernel, f.site.op_chain, std::nullopt, f.site.detail});
+  wrapped(out, bar, 5, "site: " + visible(site), width, 5);
+  if (!f.site.detail.empty() && site != f.site.detail && f.site.detail != f.site.op && f.site.detail != f.site.kernel) {
+    wrapped(out, bar, 5, "detail: " + visible(f.site.detail), width, 5);
+  }
+  wrapped(out, bar, 5,
+          "cost: " + fixed(f.time_ms_per_step, 3) + " ms per step (" + times_per_step(f.count_per_step) + ", in " +
+              fixed(f.steps_present_pct, 0) + "% of steps)",
+          width, 5);
+  for (const auto& evidence : f.evidence) {
+    wrapped(out, bar, 5, "evidence: " + visible(format::evidence_text(evidence)), width, 5);
+  }
+  if (!f.fix.empty()) wrapped(out, bar + p.bold("help") + ": ", 11, visible(f.fix), width, 5);
+  std::string note = "saves ~" + fixed(f.saving_ms_per_step, 3) + " ms per step (" + fixed(f.saving_pct, 1) +
+                     "% of step time), confidence " + std::string(to_string(f.confidence));
+  if (!f.saving_method.empty()) note += "; " + f.saving_method;
+  wrapped(out, bar + p.bold("note") + ": ", 11, note, width, 5);
+  out << "\n";
+}
+
+// file: severity[ID] name: message (saves X ms/step, Y%)
+void print_finding_concise(const TraceReport& trace, const Finding& f, std::ostream& out, const Palette& p,
+                           size_t width) {
+  std::string where = format::source_text(f).empty() ? trace.path
+                      : f.site.source->line > 0
+                          ? f.site.source->file + ":" + std::to_string(f.site.source->line)
+                          : f.site.source->file;
+  where = visible(where) + ": ";
+  // One line, never wrapped: made for grep and editors' quickfix lists, like ruff's concise output.
+  (void)width;
+  out << where << p.severity(f.severity) << p.bold("[" + f.rule_id + "]") << " " << f.rule_name << ": "
+      << visible(f.message) << " (saves " << fixed(f.saving_ms_per_step, 3) << " ms/step, " << fixed(f.saving_pct, 1)
+      << "%)\n";
+}
+
+}  // namespace
+
+void print_text(const Report& report, std::ostream& out, const PrintOptions& options) {
+  Palette p{options.color};
+  const size_t width = options.width;
+  size_t accepted_total = 0;
+  for (const auto& trace : report.traces) {
+    accepted_total += accepted_count(trace);
+    if (options.detail != TextDetail::Concise) print_trace_header(trace, out, p, width);
+    for (size_t i = 0; i < trace.findings.size(); ++i) {
+      if (accepted(trace, i)) continue;  // counted below, not printed
+      const Finding& f = trace.findings[i];
+      switch (options.detail) {
+        case TextDetail::Concise: print_finding_concise(trace, f, out, p, width); break;
+        case TextDetail::Default: print_finding(trace, f, out, p, width); break;
+        case TextDetail::Verbose: print_finding_verbose(trace, f, out, p, width); break;
+      }
+    }
+  }
+  size_t total = report.finding_count();
+  size_t failing = report.failing_count();
+  std::string closing;
+  if (total > 0) {
+    closing = "Found " + std::to_string(total) + (total == 1 ? " finding" : " findings") + ", " +
+              std::to_string(failing) + " failing (--fail-on " + std::string(to_string(report.fail_on)) +
+              (report.has_baseline ? ", not in the baseline" : "") + ").";
+    if (accepted_total > 0) {
+      closing += " " + std::to_string(accepted_total) + " accepted in the baseline, not shown.";
+    }
+  }
+  if (report.suppressed > 0) {
+    closing += (closing.empty() ? "" : " ") + std::to_string(report.suppressed) +
+               " suppressed by `# ptadvise: ignore` comments.";
+  }
+  if (options.detail == TextDetail::Concise && total > 0) out << "\n";
+  if (total > 0) {
+    wrapped(out, "", 0, closing, width, 0);
+  } else if (closing.empty()) {
+    out << p.green("No findings.") << "\n";
+  } else {
+    wrapped(out, p.green("No findings.") + " ", 13, closing, width, 0);
+  }
+  if (!report.stale.empty()) {
+    out << report.stale.size() << " baseline "
+        << (report.stale.size() == 1 ? "entry no longer occurs" : "entries no longer occur")
+        << " (remove with --prune-baseline):\n";
+    for (const auto& entry : report.stale) {
+      wrapped(out, "  ", 2, entry.fingerprint + " " + entry.rule_id + " " + visible(entry.site), width, 4);
+    }
+  }
+}
+
+}  // namespace ptadvise

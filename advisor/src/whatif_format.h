@@ -1,0 +1,21 @@
+// What-if figures as JSON and text lines, shared by the check, summary and whatif printers.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "json_doc.h"
+#include "ptadvise/rules.h"
+
+namespace ptadvise::format {
+
+// The "whatif" object: measured, replayed and predicted step, the critical path before and after the fixes.
+jsondoc::Json whatif_document(const StepPrediction& prediction);
+
+// "predicted step after all fixes: 4.067 ms (-57.5%) ..." and, when the replay is off by more than 3%, why.
+std::vector<std::string> whatif_headline(const StepPrediction& prediction);
+
+// "compute 41.2%, host 30.1%, ..." (categories with time, largest first).
+std::string critical_shares(const std::array<double, whatif::kCategoryCount>& ms);
+
+}  // namespace ptadvise::format

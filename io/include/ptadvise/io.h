@@ -1,0 +1,66 @@
+// File input and output that hostile or unlucky conditions cannot turn into a crash, a hang or a
+// half-written file: bounded reads of small files, atomic replacement of outputs, and the memory budget
+// checked before large allocations.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace ptadvise {
+
+// Configurations, baselines, rule and suppression files are small; anything larger is refused rather
+// than read until memory runs out (`--config /dev/zero`).
+inline constexpr size_t kMaxSmallFileBytes = size_t{16} << 20;
+
+// Reads a whole file of at most `max_bytes` into `text`. Returns an error phrase without the path
+// ("larger than 16 MiB", "No such file or directory") or nullopt on success. Works on pipes and
+// special files too; reads stop at max_bytes + 1.
+std::optional<std::string> read_small_file(const std::string& path, std::string& text,
+                                           size_t max_bytes = kMaxSmallFileBytes);
+
+// A file written next to its final name and renamed over it when complete: readers see the old or
+// the new content, never a mixture; on a full disk the previous file survives. The temporary file is
+// created exclusively (O_EXCL, random name, never through a symlink); it is removed unless committed.
+// Targets that exist and are not regular files (/dev/stdout, a pipe) are written in place instead.
+class AtomicFile {
+ public:
+  explicit AtomicFile(std::string path);
+  ~AtomicFile();
+  AtomicFile(const AtomicFile&) = delete;
+  AtomicFile& operator=(const AtomicFile&) = delete;
+
+  // The error phrase when the file could not be created (nullopt when ready to write).
+  const std::optional<std::string>& error() const { return error_; }
+  // The descriptor to write to (-1 on error). Owned by this object.
+  int fd() const { return fd_; }
+  bool write(std::string_view bytes);
+  // fsync, rename over the target, fsync the directory. Returns an error phrase or nullopt.
+  std::optional<std::string> commit();
+
+ private:
+  std::string path_;
+  std::string temp_path_;  // empty when writing in place
+  int fd_ = -1;
+  bool committed_ = false;
+  std::optional<std::string> error_;
+};
+
+// AtomicFile in one call. Returns an error phrase (without the path) or nullopt.
+std::optional<std::string> write_file_atomically(const std::string& path, std::string_view bytes);
+
+// Bytes this process can still allocate before the system, its cgroup or its rlimits refuse: the
+// least of MemAvailable + SwapFree, the cgroup's memory.max minus its usage, and RLIMIT_AS / RLIMIT_DATA
+// minus what is already mapped. PTADVISE_MEMORY_LIMIT (a size such as 8GiB, 512MB, or bytes) replaces
+// the measurement. SIZE_MAX when nothing can be measured.
+size_t available_memory();
+
+// "1.5 GiB", for messages.
+std::string format_bytes(uint64_t bytes);
+
+// Parses "123", "64KiB", "1.5GB", "8 GiB" (B, KB, MB, GB, TB, KiB, MiB, GiB, TiB). nullopt when invalid.
+std::optional<uint64_t> parse_byte_size(std::string_view text);
+
+}  // namespace ptadvise

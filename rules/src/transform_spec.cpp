@@ -1,0 +1,126 @@
+#include "transform_spec.h"
+
+#include <charconv>
+#include <cmath>
+
+namespace ptadvise {
+namespace {
+
+std::optional<double> to_number(const std::string& text) {
+  double value = 0;
+  auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (error != std::errc() || end != text.data() + text.size() || !std::isfinite(value)) return std::nullopt;
+  return value;
+}
+
+std::optional<TransformError> parse_step(const YAML::Node& item, whatif::TransformSpec& spec) {
+  const std::string key = "transform.apply";
+  if (!item.IsMap() || item.size() != 1) {
+    return TransformError{item.Mark(), key, "expected one primitive per item: remove, scale, make_async, fuse, overlap or background"};
+  }
+  const auto entry = *item.begin();
+  if (!entry.first.IsScalar()) return TransformError{item.Mark(), key, "expected a primitive name"};
+  const std::string name = entry.first.Scalar();
+  auto primitive = whatif::parse_primitive(name);
+  if (!primitive) {
+    return TransformError{entry.first.Mark(), key,
+                          "unknown primitive '" + name + "'; expected remove, scale, make_async, fuse, overlap or background"};
+  }
+  spec = {};
+  spec.primitive = *primitive;
+  const YAML::Node params = entry.second;
+  const std::string where = key + "." + name;
+  if (params.IsNull()) return std::nullopt;
+  if (!params.IsMap()) return TransformError{params.Mark(), where, "expected a mapping of parameters (or {})"};
+  bool has_factor = false;
+  for (auto it = params.begin(); it != params.end(); ++it) {
+    if (!it->first.IsScalar() || !it->second.IsScalar()) {
+      return TransformError{it->first.Mark(), where, "expected plain `parameter: value` pairs"};
+    }
+    const std::string param = it->first.Scalar();
+    const std::string value = it->second.Scalar();
+    const std::string at = where + "." + param;
+    auto number = to_number(value);
+    if (param == "touches") {
+      if (value != "host" && value != "gpu" && value != "both") return TransformError{it->second.Mark(), at, "expected host, gpu or both"};
+      spec.host = value != "gpu";
+      spec.gpu = value != "host";
+    } else if (param == "table" && spec.primitive == whatif::Primitive::Scale) {
+      auto table = whatif::parse_scale_table(value);
+      if (!table) return TransformError{it->second.Mark(), at, "expected tensor_cores or pinned_copy, got '" + value + "'"};
+      spec.table = *table;
+    } else if (param == "factor" && spec.primitive == whatif::Primitive::Scale) {
+      if (!number || *number < 0) return TransformError{it->second.Mark(), at, "expected a number >= 0, got '" + value + "'"};
+      spec.factor = *number;
+      has_factor = true;
+    } else if ((param == "workers" || param == "prefetch") && spec.primitive == whatif::Primitive::Background) {
+      if (!number || *number < (param == "workers" ? 1 : 0) || *number > 1024 || *number != std::floor(*number)) {
+        return TransformError{it->second.Mark(), at, "expected a whole number" + std::string(param == "workers" ? " >= 1" : " >= 0")};
+      }
+      (param == "workers" ? spec.workers : spec.prefetch) = static_cast<int>(*number);
+    } else {
+      return TransformError{it->first.Mark(), at, "unknown parameter for " + name +
+                                                       " (touches; scale: table or factor; background: workers, prefetch)"};
+    }
+  }
+  if (spec.primitive == whatif::Primitive::Scale && has_factor == (spec.table != whatif::ScaleTable::None)) {
+    return TransformError{params.Mark(), where, "expected exactly one of table or factor"};
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+std::optional<TransformError> parse_transform(const YAML::Node& node, RuleTransform& out) {
+  if (!node.IsMap()) return TransformError{node.Mark(), "transform", "expected a mapping with apply and method"};
+  for (auto it = node.begin(); it != node.end(); ++it) {
+    const std::string key = it->first.IsScalar() ? it->first.Scalar() : "";
+    if (key != "apply" && key != "method") {
+      return TransformError{it->first.Mark(), "transform." + key, "unknown key; expected one of apply, method"};
+    }
+  }
+  const YAML::Node apply = node["apply"];
+  const YAML::Node method = node["method"];
+  if (!apply) return TransformError{node.Mark(), "transform.apply", "missing required key"};
+  if (!method || !method.IsScalar() || method.Scalar().find_first_not_of(" \t\r\n") == std::string::npos) {
+    return TransformError{method ? method.Mark() : node.Mark(), "transform.method", "expected a non-empty string"};
+  }
+  if (!apply.IsSequence() || apply.size() == 0) {
+    return TransformError{apply.Mark(), "transform.apply", "expected a non-empty list of primitives"};
+  }
+  out = {};
+  for (const auto& item : apply) {
+    whatif::TransformSpec spec;
+    if (auto error = parse_step(item, spec)) return error;
+    out.steps.push_back(spec);
+  }
+  out.method = method.Scalar();
+  while (!out.method.empty() && (out.method.back() == '\n' || out.method.back() == ' ')) out.method.pop_back();
+  return std::nullopt;
+}
+
+std::string describe_transform(const RuleTransform& transform) {
+  std::string text;
+  for (const auto& spec : transform.steps) {
+    if (!text.empty()) text += ", ";
+    text += whatif::to_string(spec.primitive);
+    std::string detail;
+    if (spec.primitive == whatif::Primitive::Scale) {
+      if (spec.table == whatif::ScaleTable::TensorCores) detail = "tensor_cores table";
+      else if (spec.table == whatif::ScaleTable::PinnedCopy) detail = "pinned_copy table";
+      else {
+        char buffer[32];
+        std::snprintf(buffer, sizeof buffer, "x%g", spec.factor);
+        detail = buffer;
+      }
+    } else if (spec.primitive == whatif::Primitive::Background) {
+      detail = std::to_string(spec.workers) + " workers, " + std::to_string(spec.prefetch) + " batches prefetched each";
+    }
+    if (!spec.host) detail += std::string(detail.empty() ? "" : ", ") + "GPU work only";
+    if (!spec.gpu) detail += std::string(detail.empty() ? "" : ", ") + "host time only";
+    if (!detail.empty()) text += " (" + detail + ")";
+  }
+  return text;
+}
+
+}  // namespace ptadvise

@@ -1,0 +1,81 @@
+// libFuzzer harness for the whole check pipeline: arbitrary bytes (plain or gzip) are loaded, analysed,
+// checked by the shipped rules, ranked, fingerprinted, baselined and printed in every format, plus the
+// summary and the annotation track. Any crash, sanitizer report, hang or leak is a bug.
+#include <cstddef>
+#include <cstdint>
+#include <sstream>
+#include <string_view>
+#include <variant>
+
+#include "ptadvise/advisor.h"
+#include "ptadvise/analysis.h"
+#include "ptadvise/loader.h"
+#include "ptadvise/rules.h"
+#include "ptadvise/summary_printer.h"
+
+namespace {
+
+const ptadvise::RuleSet& shipped_rules() {
+  static const ptadvise::RuleSet rules = [] {
+    auto loaded = ptadvise::load_rules({ptadvise::default_rules_directory()});
+    if (!std::holds_alternative<ptadvise::RuleSet>(loaded)) __builtin_trap();  // the shipped rules must load
+    return std::get<ptadvise::RuleSet>(std::move(loaded));
+  }();
+  return rules;
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  const ptadvise::RuleSet& rules = shipped_rules();
+  std::string_view bytes(reinterpret_cast<const char*>(data), size);
+  auto loaded = ptadvise::load_trace_bytes(bytes, "fuzz.json");
+  auto* timeline = std::get_if<ptadvise::Timeline>(&loaded);
+  if (timeline == nullptr) return 0;
+  (void)ptadvise::partial_trace_problem(*timeline);
+
+  ptadvise::Analysis analysis = ptadvise::analyze(*timeline);
+  ptadvise::Summary summary = ptadvise::summarize(analysis);
+  std::ostringstream sink;
+  sink << ptadvise::summary_text(summary) << ptadvise::summary_json(summary);
+
+  ptadvise::Report report;
+  report.tool_version = "fuzz";
+  report.rules = rules.infos();
+  ptadvise::TraceReport trace;
+  trace.path = timeline->path;
+  trace.rank = timeline->rank;
+  trace.step_count = summary.step_count;
+  trace.step_ms = summary.step_period_ms;
+  trace.gpu_busy_pct = summary.gpu_busy_pct;
+  trace.has_gpu = !analysis.devices.empty();
+  trace.warnings = timeline->stats.warnings;
+  trace.findings = ptadvise::evaluate(rules, analysis, {}, &trace.coverage);
+  ptadvise::rank_findings(trace.findings);
+  for (auto& finding : trace.findings) {
+    if (finding.fingerprint.empty()) finding.fingerprint = ptadvise::fingerprint(finding);
+  }
+  trace.recoverable_ms = ptadvise::recoverable_ms_per_step(trace.findings, trace.step_ms);
+  trace.new_finding.assign(trace.findings.size(), true);
+  trace.summary = summary;
+  report.traces.push_back(trace);
+
+  for (auto format : {ptadvise::OutputFormat::Text, ptadvise::OutputFormat::Json, ptadvise::OutputFormat::Sarif,
+                      ptadvise::OutputFormat::Github, ptadvise::OutputFormat::Junit,
+                      ptadvise::OutputFormat::Markdown}) {
+    ptadvise::PrintOptions options;
+    options.color = format == ptadvise::OutputFormat::Text;
+    ptadvise::print_report(report, format, sink, options);
+  }
+  std::ostringstream baseline_text;
+  ptadvise::write_baseline(ptadvise::make_baseline(trace.findings), baseline_text);
+  auto reread = ptadvise::parse_baseline(baseline_text.str(), "fuzz-baseline.yaml");
+  // A baseline we wrote must read back, and match every finding it came from.
+  if (!std::holds_alternative<ptadvise::Baseline>(reread)) __builtin_trap();
+  auto match = ptadvise::match_baseline(std::get<ptadvise::Baseline>(reread), trace.findings);
+  for (bool known : match.in_baseline) {
+    if (!known) __builtin_trap();
+  }
+  sink << ptadvise::annotation_events(trace.findings);
+  return 0;
+}

@@ -1,0 +1,123 @@
+// The CLI under hostile conditions: atomic outputs (full disk, planted symlinks, two traces of one rank),
+// partial traces failing the gate, absurd inputs ending in one line and exit 2.
+#include <doctest/doctest.h>
+#include <sys/wait.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <filesystem>
+#include <string>
+
+#include "../advisor/python_check.h"
+#include "../advisor/temp_dir.h"
+#include "shell_run.h"
+#include "trace_builder.h"
+
+namespace {
+
+using ptadvise::testing::read_file;
+using ptadvise::testing::TempDir;
+
+using Run = ptadvise::testing::ShellRun;
+
+// `prefix` runs in the same shell first (ulimit, trap).
+Run cli(const std::string& args, const std::string& prefix = "") {
+  return ptadvise::testing::run_shell("bash -c '" + prefix + " env -u GITHUB_STEP_SUMMARY " PTADVISE_BINARY " " +
+                                      args + "'");
+}
+
+const std::string kScenario = PTADVISE_SOURCE_DIR "/testdata/scenarios/01_loss_weight_every_step.json.gz";
+
+}  // namespace
+
+TEST_CASE("hardening cli: a report that cannot be written completely leaves the previous file intact") {
+  TempDir dir;
+  const std::string out = dir.write("report.json", "previous report\n");
+  // 1 KiB file size limit: the JSON report is larger, so writing it fails part way (EFBIG, SIGXFSZ ignored).
+  Run run = cli("check " + kScenario + " --output json=" + out, "ulimit -f 1; trap \"\" XFSZ;");
+  CHECK(run.exit_code == 2);
+  CHECK(run.err.find("ptadvise: error: " + out + ": cannot write the json report: File too large") == 0);
+  CHECK(read_file(out) == "previous report\n");
+  size_t files = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(dir.path())) files += entry.is_regular_file() ? 1 : 0;
+  CHECK(files == 1);  // no temporary file left behind
+}
+
+TEST_CASE("hardening cli: planted OUT.tmp symlinks are never followed") {
+  TempDir dir;
+  const std::string victim = dir.write("victim.txt", "keep me\n");
+  for (const char* name : {"report.sarif.tmp", "annotated.json.tmp", "base.yaml.tmp"}) {
+    std::filesystem::create_symlink(victim, dir.file(name));
+  }
+  Run run = cli("check " + kScenario + " --exit-zero --output sarif=" + dir.file("report.sarif") +
+                " --annotate " + dir.file("annotated.json") + " --write-baseline " + dir.file("base.yaml"));
+  CHECK(run.exit_code == 0);
+  CHECK(read_file(victim) == "keep me\n");
+  CHECK(read_file(dir.file("report.sarif")).find("\"version\": \"2.1.0\"") != std::string::npos);
+  CHECK(read_file(dir.file("annotated.json")).find("traceEvents") != std::string::npos);
+  CHECK(read_file(dir.file("base.yaml")).find("findings:") != std::string::npos);
+}
+
+TEST_CASE("hardening cli: two traces of the same rank get two annotated files") {
+  TempDir dir;
+  for (const char* name : {"a.json", "b.json"}) {
+    ptadvise::testing::TraceBuilder trace;
+    trace.distributed(0, 2);
+    trace.annotation("ProfilerStep#1", 0, 1000);
+    trace.cpu_op(std::string("op_") + name, 10, 100);
+    dir.write(std::string("traces/") + name, trace.json());
+  }
+  Run run = cli("check --exit-zero " + dir.file("traces") + " --annotate " + dir.file("out.json"));
+  CHECK(run.exit_code == 0);
+  std::string first = read_file(dir.file("out.rank0.json"));
+  std::string second = read_file(dir.file("out.trace1.json"));
+  CHECK(first.find("op_a.json") != std::string::npos);
+  CHECK(second.find("op_b.json") != std::string::npos);
+}
+
+TEST_CASE("hardening cli: a trace mostly lost fails the gate unless partial traces are accepted") {
+  TempDir dir;
+  ptadvise::testing::TraceBuilder trace;
+  trace.annotation("ProfilerStep#1", 0, 1000);
+  for (int i = 0; i < 10; ++i) trace.cpu_op("op" + std::to_string(i), 10 + i, 1);
+  std::string text = trace.json();
+  // Two unescaped quotes in every line but the first few: most of the trace cannot be read.
+  std::string garbage;
+  for (int i = 0; i < 50; ++i) garbage += "{\"ph\": \"X\", \"name\": \"a\"b\", \"ts\": 1, \"dur\": 1, \"pad\": \"" + std::string(100, 'x') + "\"},\n";
+  size_t at = text.find("\n", text.find("\"op3\"")) + 1;
+  const std::string path = dir.write("partial.json", text.substr(0, at) + garbage + text.substr(at));
+  Run refused = cli("check " + path);
+  CHECK(refused.exit_code == 2);
+  CHECK(refused.err.find("ptadvise: error: " + path + ": ") != std::string::npos);
+  CHECK(refused.err.find("of the trace") != std::string::npos);
+  CHECK(refused.err.find("--accept-partial") != std::string::npos);
+  CHECK(refused.out.empty());
+  Run accepted = cli("check --accept-partial " + path);
+  CHECK(accepted.exit_code == 0);
+  CHECK(accepted.err.find("ptadvise: warning: " + path + ": ") != std::string::npos);
+  Run summary = cli("summary " + path);
+  CHECK(summary.exit_code == 2);
+}
+
+TEST_CASE("hardening cli: out of memory is one line and exit 2") {
+  TempDir dir;
+  ptadvise::testing::TraceBuilder trace;
+  for (int i = 0; i < 300000; ++i) trace.cpu_op("op" + std::to_string(i), i, 1);
+  const std::string path = dir.write("big.json", trace.json());
+  // The budget check is told there is plenty; the address-space limit says otherwise.
+  Run run = cli("summary " + path, "ulimit -v 120000; export PTADVISE_MEMORY_LIMIT=64GiB;");
+  CHECK(run.exit_code == 2);
+  CHECK(run.err.find("ptadvise: error: ") == 0);
+  CHECK(run.err.find("memory") != std::string::npos);
+  CHECK(std::count(run.err.begin(), run.err.end(), '\n') == 1);
+}
+
+TEST_CASE("hardening cli: run refuses an output directory it cannot write before starting the program") {
+  TempDir dir;
+  const std::string marker = dir.file("started");
+  // sysfs: a directory nobody, root included, can create files in.
+  Run run = cli("run --capture torch --out /sys/kernel -- python3 -c \"open(\\\"" + marker + "\\\", \\\"w\\\")\"");
+  CHECK(run.exit_code == 2);
+  CHECK(run.err.find("ptadvise: error: cannot write into the output directory '/sys/kernel': ") == 0);
+  CHECK_FALSE(std::filesystem::exists(marker));
+}

@@ -1,0 +1,278 @@
+// The loader against hostile or unlucky input: broken quotes anywhere, traces that are mostly lost, cut
+// gzip streams, files rewritten while loading, pipes, memory limits, absurd time bases.
+#include <doctest/doctest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <climits>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include "ptadvise/analysis.h"
+#include "ptadvise/loader.h"
+#include "gzip_bytes.h"
+#include "trace_builder.h"
+
+using ptadvise::LoadError;
+using ptadvise::Timeline;
+using ptadvise::testing::TraceBuilder;
+
+namespace {
+
+std::string gzip(std::string_view text) { return ptadvise::testing::gzip_bytes(text); }
+
+Timeline load_ok(std::string_view bytes) {
+  auto result = ptadvise::load_trace_bytes(bytes, "trace.json");
+  if (auto* error = std::get_if<LoadError>(&result)) {
+    FAIL("unexpected load error: " << error->message);
+  }
+  return std::move(std::get<Timeline>(result));
+}
+
+// n CPU ops named op0..op{n-1}; the event named op{bad} gets `bad_name` as its raw (unescaped) name.
+std::string ops_trace(int n, int bad, const std::string& bad_name) {
+  TraceBuilder trace;
+  for (int i = 0; i < n; ++i) {
+    if (i == bad) {
+      trace.raw_event("{\"ph\": \"X\", \"cat\": \"cpu_op\", \"name\": \"" + bad_name +
+                      "\", \"pid\": 1, \"tid\": 1, \"ts\": " + std::to_string(10 * i) + ", \"dur\": 5}");
+    } else {
+      trace.cpu_op("op" + std::to_string(i), 10 * i, 5);
+    }
+  }
+  return trace.json();
+}
+
+std::string temp_path(const std::string& name) {
+  return (std::filesystem::temp_directory_path() / ("ptadvise_hostile_" + std::to_string(getpid()) + "_" + name))
+      .string();
+}
+
+void write_file(const std::string& path, std::string_view bytes) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+}
+
+struct ScopedEnv {
+  std::string name;
+  ScopedEnv(const char* key, const char* value) : name(key) { setenv(key, value, 1); }
+  ~ScopedEnv() { unsetenv(name.c_str()); }
+};
+
+}  // namespace
+
+TEST_CASE("hostile: one odd unescaped quote early in a trace costs one event, not the rest") {
+  for (const char* bad : {"say \"hi", "\"", "a \"b\" \"c", "C:\\\\dir\\\\\"x"}) {
+    CAPTURE(bad);
+    Timeline timeline = load_ok(ops_trace(200, 2, bad));
+    CHECK(timeline.events.size() == 199);
+    CHECK(timeline.stats.recovered_errors == 1);
+    CHECK(timeline.stats.truncated_bytes == 0);
+    CHECK(timeline.name(2) == "op3");
+    CHECK(timeline.name(198) == "op199");
+    CHECK_FALSE(ptadvise::partial_trace_problem(timeline));
+  }
+}
+
+TEST_CASE("hostile: odd quotes in several events, and in the first event") {
+  TraceBuilder trace;
+  for (int i = 0; i < 100; ++i) {
+    bool bad = i == 0 || i == 7 || i == 8 || i == 50;
+    if (bad) {
+      trace.raw_event("{\"ph\": \"X\", \"cat\": \"cpu_op\", \"name\": \"x\"y\", \"pid\": 1, \"tid\": 1, \"ts\": " +
+                      std::to_string(10 * i) + ", \"dur\": 5}");
+    } else {
+      trace.cpu_op("op" + std::to_string(i), 10 * i, 5);
+    }
+  }
+  Timeline timeline = load_ok(trace.json());
+  CHECK(timeline.events.size() == 96);
+  CHECK(timeline.stats.recovered_errors == 4);
+}
+
+TEST_CASE("hostile: an odd quote in a minified trace (events separated by '},{')") {
+  std::string text = ops_trace(50, 10, "bad\"name");
+  std::string minified;
+  for (char c : text) {
+    if (c != '\n') minified += c;
+  }
+  Timeline timeline = load_ok(minified);
+  CHECK(timeline.events.size() == 49);
+  CHECK(timeline.stats.recovered_errors == 1);
+}
+
+TEST_CASE("hostile: an odd quote in a trace larger than one parse window") {
+  // About 9 MiB: the broken event sits in the second window.
+  const int n = 120000;
+  Timeline timeline = load_ok(ops_trace(n, 70000, "x\"y"));
+  CHECK(timeline.events.size() == static_cast<size_t>(n - 1));
+  CHECK(timeline.stats.recovered_errors == 1);
+  CHECK(timeline.name(static_cast<ptadvise::EventIndex>(n - 2)) == "op" + std::to_string(n - 1));
+}
+
+TEST_CASE("hostile: a trace mostly lost is partial; one lost event is not") {
+  std::string text = ops_trace(100, 1000, "");
+  // Garbage between events: 10 lines that are not JSON, each longer than all events together.
+  std::string garbage;
+  for (int i = 0; i < 10; ++i) garbage += "{\"ph\": \"X\" this is not json " + std::string(2000, 'z') + "\n";
+  size_t at = text.find("\n", text.find("\"op5\"")) + 1;
+  std::string broken = text.substr(0, at) + garbage + text.substr(at);
+  Timeline timeline = load_ok(broken);
+  CHECK(timeline.events.size() == 100);
+  REQUIRE(ptadvise::partial_trace_problem(timeline));
+  CHECK(ptadvise::partial_trace_problem(timeline)->find("trace.json: ") == 0);
+  CHECK(ptadvise::partial_trace_problem(timeline)->find("could not be read") != std::string::npos);
+  CHECK(ptadvise::partial_trace_problem(timeline)->find("--accept-partial") != std::string::npos);
+
+  // Malformed events (no ts) for most of the trace.
+  TraceBuilder malformed;
+  for (int i = 0; i < 10; ++i) malformed.cpu_op("op" + std::to_string(i), 10 * i, 5);
+  for (int i = 0; i < 30; ++i) malformed.raw_event("{\"ph\": \"X\", \"name\": \"n\", \"pid\": 1, \"tid\": 1, \"dur\": 1}");
+  Timeline mostly_malformed = load_ok(malformed.json());
+  REQUIRE(ptadvise::partial_trace_problem(mostly_malformed));
+  CHECK(ptadvise::partial_trace_problem(mostly_malformed)->find("75.0% of the events (30 of 40)") != std::string::npos);
+}
+
+TEST_CASE("hostile: a .json.gz cut short keeps what inflates, with the cut-file warning") {
+  std::string text = ops_trace(5000, 100000, "");
+  std::string compressed = gzip(text);
+  std::string cut = compressed.substr(0, compressed.size() * 9 / 10);
+  Timeline timeline = load_ok(cut);
+  CHECK(timeline.events.size() > 3000);
+  CHECK(timeline.events.size() < 5000);
+  REQUIRE(timeline.stats.warnings.size() == 2);
+  CHECK(timeline.stats.warnings[0].find("trace.json: the gzip data is cut short or damaged after compressed byte ") ==
+        0);
+  CHECK(timeline.stats.warnings[1].find("trace.json: file ends inside an event at byte ") == 0);
+  CHECK_FALSE(ptadvise::partial_trace_problem(timeline));
+
+  // A complete member followed by a cut one keeps both parts.
+  Timeline two = load_ok(gzip(text.substr(0, 1000)) + gzip(text.substr(1000)).substr(0, compressed.size() / 2));
+  CHECK(two.events.size() > 1000);
+}
+
+TEST_CASE("hostile: baseTimeNanoseconds near the int64 limit never overflows absolute times") {
+  TraceBuilder trace(ptadvise::testing::Era::RelativeFloatUs);
+  trace.base_time_ns(INT64_MAX - 1000);
+  trace.cpu_op("a", 0, 5);
+  trace.cpu_op("b", 5000, 5);
+  Timeline timeline = trace.load();
+  REQUIRE(timeline.events.size() == 2);
+  int64_t last = timeline.events.ts_ns[1];
+  CHECK(last == 5000000);
+  CHECK(timeline.origin_ns <= INT64_MAX - last);
+  bool warned = false;
+  for (const auto& warning : timeline.stats.warnings) warned = warned || warning.find("out of range") != std::string::npos;
+  CHECK(warned);
+}
+
+TEST_CASE("hostile: a file truncated after loading never kills the process (no SIGBUS)") {
+  const std::string path = temp_path("truncate.json");
+  TraceBuilder trace;
+  for (int i = 0; i < 20000; ++i) trace.cpu_op("op" + std::to_string(i), 10 * i, 5, "\"Sequence number\": 7");
+  write_file(path, trace.json());
+  pid_t child = fork();
+  REQUIRE(child >= 0);
+  if (child == 0) {
+    auto result = ptadvise::load_trace_file(path);
+    if (!std::holds_alternative<Timeline>(result)) _exit(3);
+    const Timeline& timeline = std::get<Timeline>(result);
+    if (truncate(path.c_str(), 0) != 0) _exit(4);
+    // Reads args from the buffer, all the way to the last event.
+    int64_t sum = 0;
+    for (ptadvise::EventIndex i = 0; i < timeline.events.size(); ++i) sum += timeline.arg_int(i, "Sequence number").value_or(0);
+    _exit(sum == 7 * 20000 ? 0 : 5);
+  }
+  int status = 0;
+  waitpid(child, &status, 0);
+  std::filesystem::remove(path);
+  CHECK_FALSE(WIFSIGNALED(status));
+  REQUIRE(WIFEXITED(status));
+  CHECK(WEXITSTATUS(status) == 0);
+}
+
+TEST_CASE("hostile: traces from a pipe and from stdin") {
+  std::string text = ops_trace(300, 1000, "");
+  for (bool compressed : {false, true}) {
+    CAPTURE(compressed);
+    std::string bytes = compressed ? gzip(text) : text;
+    int fds[2];
+    REQUIRE(pipe(fds) == 0);
+    pid_t writer = fork();
+    REQUIRE(writer >= 0);
+    if (writer == 0) {
+      close(fds[0]);
+      size_t done = 0;
+      while (done < bytes.size()) {
+        ssize_t wrote = write(fds[1], bytes.data() + done, bytes.size() - done);
+        if (wrote <= 0) _exit(1);
+        done += static_cast<size_t>(wrote);
+      }
+      _exit(0);
+    }
+    close(fds[1]);
+    auto result = ptadvise::load_trace_file("/dev/fd/" + std::to_string(fds[0]));
+    close(fds[0]);
+    waitpid(writer, nullptr, 0);
+    REQUIRE(std::holds_alternative<Timeline>(result));
+    CHECK(std::get<Timeline>(result).events.size() == 300);
+  }
+  // "-" is stdin.
+  const std::string path = temp_path("stdin.json");
+  write_file(path, text);
+  std::string command = std::string(PTADVISE_BINARY) + " summary --format json - < " + path + " > " + path + ".out";
+  CHECK(std::system(command.c_str()) == 0);
+  std::ifstream out(path + ".out");
+  std::string json((std::istreambuf_iterator<char>(out)), std::istreambuf_iterator<char>());
+  CHECK(json.find("\"<stdin>\"") != std::string::npos);
+  std::filesystem::remove(path);
+  std::filesystem::remove(path + ".out");
+}
+
+TEST_CASE("hostile: inputs beyond the memory budget are refused with one line, not an abort") {
+  TraceBuilder trace;
+  for (int i = 0; i < 50000; ++i) trace.cpu_op("op", 10 * i, 5);
+  std::string text = trace.json();
+  std::string bomb = gzip(text);
+  REQUIRE(bomb.size() < 800 * 1024);
+  const std::string path = temp_path("budget.json");
+  write_file(path, text);
+  write_file(path + ".gz", bomb);
+  {
+    ScopedEnv limit("PTADVISE_MEMORY_LIMIT", "1MiB");
+    auto plain = ptadvise::load_trace_file(path);
+    REQUIRE(std::holds_alternative<LoadError>(plain));
+    CHECK(std::get<LoadError>(plain).message.find(path + ": the trace needs about ") == 0);
+    CHECK(std::get<LoadError>(plain).message.find("PTADVISE_MEMORY_LIMIT") != std::string::npos);
+    auto inflated = ptadvise::load_trace_file(path + ".gz");
+    REQUIRE(std::holds_alternative<LoadError>(inflated));
+    CAPTURE(std::get<LoadError>(inflated).message);
+    CHECK(std::get<LoadError>(inflated).message.find("gzip data inflates beyond 819 KiB, more than this process can "
+                                                     "hold in memory") != std::string::npos);
+  }
+  {
+    ScopedEnv limit("PTADVISE_MEMORY_LIMIT", "64MiB");
+    CHECK(std::holds_alternative<Timeline>(ptadvise::load_trace_file(path + ".gz")));
+  }
+  std::filesystem::remove(path);
+  std::filesystem::remove(path + ".gz");
+}
+
+TEST_CASE("hostile: 200,000 nested CPU ops around an idle GPU are analysed in linear time") {
+  // Each op encloses the next; the innermost launches a kernel after a long idle stretch, so the ledger
+  // splits the gap at every nesting boundary. Walking the whole chain per piece took minutes.
+  const int depth = 200000;
+  TraceBuilder trace;
+  trace.annotation("ProfilerStep#1", 0, 3.0 * depth + 1000);
+  trace.launch("first", 1, 1, 2, 1);
+  for (int i = 0; i < depth; ++i) trace.cpu_op("op" + std::to_string(i % 7), 10 + i, 2.0 * depth - 2 * i + 500);
+  trace.launch("late", 10 + depth + 100, 1, 10 + depth + 110, 1);
+  Timeline timeline = trace.load();
+  ptadvise::Analysis analysis = ptadvise::analyze(timeline);
+  int64_t idle = 0;
+  for (const auto& gap : analysis.idle) idle += gap.duration_ns();
+  CHECK(idle > 0);
+  CHECK(timeline.events.parent[timeline.events.size() - 3] != ptadvise::kNone);
+}

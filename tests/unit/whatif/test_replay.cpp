@@ -1,0 +1,120 @@
+// The replay's semantics on a hand-built trace with known answers: a step launches one kernel and waits
+// for it with cudaStreamSynchronize; every figure below follows from the event times.
+#include <doctest/doctest.h>
+
+#include "ptadvise/analysis.h"
+#include "ptadvise/whatif.h"
+#include "trace_builder.h"
+
+using namespace ptadvise;
+
+namespace {
+
+// Step k (k = 0, 1, 2) runs from 100k µs: launch at +5 (5 µs), kernel +10..+70, sync +15..+72, Python to +100.
+Timeline three_steps(double kernel_us = 60) {
+  testing::TraceBuilder trace(testing::Era::Kineto2023);
+  trace.device(0, "NVIDIA A100", 8, 0, 80LL << 30);
+  for (int k = 0; k < 3; ++k) {
+    const double s = 1000 + 100.0 * k;
+    trace.annotation("ProfilerStep#" + std::to_string(k + 1), s, 100);
+    trace.cpu_op("aten::mm", s + 4, 7);
+    trace.launch("gemm_kernel", s + 5, 5, s + 10, kernel_us);
+    trace.runtime("cudaStreamSynchronize", s + 15, 57, trace.next_correlation());
+  }
+  return trace.load();
+}
+
+EventIndex find(const Timeline& timeline, std::string_view name, int nth = 0) {
+  for (EventIndex i = 0; i < timeline.events.size(); ++i) {
+    if (timeline.name(i) == name && nth-- == 0) return i;
+  }
+  return kNone;
+}
+
+std::vector<EventIndex> all(const Timeline& timeline, std::string_view name) {
+  std::vector<EventIndex> out;
+  for (EventIndex i = 0; i < timeline.events.size(); ++i) {
+    if (timeline.name(i) == name) out.push_back(i);
+  }
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("whatif: the unchanged replay reproduces the period and splits it along the critical path") {
+  Timeline timeline = three_steps();
+  Analysis analysis = analyze(timeline);
+  REQUIRE(analysis.steady_step_count() == 3);
+  whatif::Graph graph = whatif::build_graph(analysis);
+  CHECK(graph.inferred_waits == 3);
+  const EventIndex sync = find(timeline, "cudaStreamSynchronize");
+  REQUIRE(graph.node_of_event[sync] != kNone);
+  CHECK(graph.nodes[graph.node_of_event[sync]].kind == whatif::NodeKind::HostWait);
+  CHECK(graph.nodes[graph.node_of_event[sync]].work_ns == 2000);  // 2 µs after the kernel ended
+
+  whatif::ReplayResult result = whatif::replay(graph);
+  CHECK(result.measured_step_ms == doctest::Approx(0.1));
+  CHECK(result.replayed_step_ms == doctest::Approx(0.1));
+  // Per step: Python and the op before the launch 5 µs, launch latency 5 µs (host), kernel 60 µs, the
+  // sync's return 2 µs, Python after it 28 µs.
+  CHECK(result.critical_ms[static_cast<size_t>(whatif::Category::Compute)] == doctest::Approx(0.060));
+  CHECK(result.critical_ms[static_cast<size_t>(whatif::Category::Sync)] == doctest::Approx(0.002));
+  CHECK(result.critical_ms[static_cast<size_t>(whatif::Category::Host)] == doctest::Approx(0.038));
+  REQUIRE(!result.critical_top.empty());
+  CHECK(result.critical_top.front().name == "gemm_kernel");
+  CHECK(whatif::replay_discrepancy(graph, result).empty());
+}
+
+TEST_CASE("whatif: a faster kernel shortens a step that waits for it; without the wait the GPU sets the pace") {
+  Timeline timeline = three_steps();
+  Analysis analysis = analyze(timeline);
+  whatif::Graph graph = whatif::build_graph(analysis);
+
+  whatif::Fix faster;
+  faster.spec.primitive = whatif::Primitive::Scale;
+  faster.spec.factor = 0.5;
+  faster.events = all(timeline, "gemm_kernel");
+  CHECK(whatif::replay(graph, {faster}).replayed_step_ms == doctest::Approx(0.070));
+
+  whatif::Fix no_wait;
+  no_wait.spec.primitive = whatif::Primitive::MakeAsync;
+  no_wait.events = all(timeline, "cudaStreamSynchronize");
+  // The host needs 45 µs per step, the GPU 60 µs: the stream order now sets the period.
+  CHECK(whatif::replay(graph, {no_wait}).replayed_step_ms == doctest::Approx(0.060));
+  // Both together: the host's 45 µs.
+  CHECK(whatif::replay(graph, {no_wait, faster}).replayed_step_ms == doctest::Approx(0.045));
+
+  whatif::Fix removed;
+  removed.spec.primitive = whatif::Primitive::Remove;
+  removed.events = all(timeline, "aten::mm");  // the op, its launch and its kernel: the sync waits for nothing
+  // Per step: 4 µs of Python, the op's 7 µs gone, 4 µs to the sync, its own 2 µs, 28 µs of Python.
+  CHECK(whatif::replay(graph, {removed}).replayed_step_ms == doctest::Approx(0.038));
+}
+
+TEST_CASE("whatif: data loading in background workers leaves the training thread's own time") {
+  testing::TraceBuilder trace(testing::Era::Kineto2023);
+  trace.device(0, "NVIDIA A100", 8, 0, 80LL << 30);
+  for (int k = 0; k < 4; ++k) {
+    const double s = 1000 + 100.0 * k;
+    trace.annotation("ProfilerStep#" + std::to_string(k + 1), s, 100);
+    trace.annotation("enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__", s + 1, 80);
+    trace.launch("conv_kernel", s + 85, 5, s + 91, 8);
+  }
+  Timeline timeline = trace.load();
+  Analysis analysis = analyze(timeline);
+  REQUIRE(analysis.steady_step_count() == 4);
+  whatif::Graph graph = whatif::build_graph(analysis);
+  whatif::Fix workers;
+  workers.spec.primitive = whatif::Primitive::Background;
+  workers.spec.workers = 1;
+  workers.spec.prefetch = 1;
+  workers.events = all(timeline, "enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__");
+  // One worker with one batch ready: batch 1 is ready at once; each later one takes the worker 80 µs,
+  // longer than the 20 µs the loop needs, so the loop waits for it: 80 µs per step from the second on.
+  whatif::ReplayResult one = whatif::replay(graph, {workers});
+  CHECK(one.replayed_step_ms == doctest::Approx((0.020 + 0.080 + 0.080 + 0.020) / 4).epsilon(0.05));
+  workers.spec.workers = 4;
+  workers.spec.prefetch = 2;
+  // Enough workers: the loader is off the path; the step is the host's 20 µs.
+  CHECK(whatif::replay(graph, {workers}).replayed_step_ms == doctest::Approx(0.020));
+}

@@ -1,0 +1,28 @@
+#include <cstdio>
+
+#include "ptadvise/loader.h"
+
+namespace ptadvise {
+
+std::optional<std::string> partial_trace_problem(const Timeline& timeline, double max_lost_share) {
+  const LoadStats& stats = timeline.stats;
+  const double byte_share =
+      stats.bytes == 0 ? 0.0 : static_cast<double>(stats.lost_bytes) / static_cast<double>(stats.bytes);
+  const double event_share = stats.events_seen == 0 ? 0.0
+                                                     : static_cast<double>(stats.malformed_events) /
+                                                           static_cast<double>(stats.events_seen);
+  if (byte_share <= max_lost_share && event_share <= max_lost_share) return std::nullopt;
+  char text[256];
+  if (byte_share >= event_share) {
+    std::snprintf(text, sizeof text, "%.1f%% of the trace (%llu of %llu bytes) could not be read", byte_share * 100,
+                  static_cast<unsigned long long>(stats.lost_bytes), static_cast<unsigned long long>(stats.bytes));
+  } else {
+    std::snprintf(text, sizeof text, "%.1f%% of the events (%llu of %llu) are malformed and were skipped",
+                  event_share * 100, static_cast<unsigned long long>(stats.malformed_events),
+                  static_cast<unsigned long long>(stats.events_seen));
+  }
+  return timeline.path + ": " + text +
+         "; results on the rest would not describe the run (pass --accept-partial to analyse it anyway)";
+}
+
+}  // namespace ptadvise
