@@ -31,5 +31,6 @@ void add_run_command(CLI::App& app);      // cmd_run.cpp
 void add_version_flag(CLI::App& app);     // version.cpp: --version with git commit and rule set
 void add_generate_commands(CLI::App& app);  // version.cpp: `completion SHELL` and `man`, from these definitions
 void add_report_command(CLI::App& app);   // cmd_report.cpp
+void add_whatif_command(CLI::App& app);   // cmd_whatif.cpp
 
 }  // namespace ptadvise::cli

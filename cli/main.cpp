@@ -51,6 +51,7 @@ int main(int argc, char** argv) {
   add_diff_command(app);
   add_run_command(app);
   add_report_command(app);
+  add_whatif_command(app);
   add_generate_commands(app);  // last: they describe the commands above
   try {
     app.parse(argc, argv);

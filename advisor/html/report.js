@@ -61,9 +61,9 @@
         "compute " + pct(s.compute_busy_pct) + " \u00b7 communication " + pct(s.communication_pct) + " \u00b7 copies " + pct(s.copy_pct)));
     }
     tiles.appendChild(tile("recoverable", "~" + ms(trace.recoverable_ms_per_step), pct(trace.recoverable_pct) + " of the step, each site counted once"));
-    if (trace.whatif && trace.whatif.predicted_step_ms !== undefined) {
-      tiles.appendChild(tile("predicted step after fixes", ms(trace.whatif.predicted_step_ms)));
-    }
+    // From `ptadvise whatif`'s prediction when the document carries one.
+    var predicted = trace.whatif ? trace.whatif.predicted_step_ms_all_fixes : undefined;
+    if (predicted !== undefined && predicted !== null) tiles.appendChild(tile("predicted step after fixes", ms(predicted)));
     tiles.appendChild(tile("findings", String(trace.findings.length), trace.coverage ? trace.coverage.text : ""));
     section.appendChild(tiles);
   }
@@ -144,7 +144,8 @@
           el("span", { className: "rank", text: "#" + f.rank }),
           el("span", { className: "sev " + f.severity, text: f.severity }),
           el("span", { className: "name", text: f.rule_id + " " + f.rule_name }),
-          el("span", { className: "muted", text: "saves ~" + ms(f.saving_ms_per_step) + " per step (" + pct(f.saving_pct) + "), confidence " + f.confidence + (f.new ? "" : ", in baseline") })]),
+          el("span", { className: "muted", text: "saves ~" + ms(f.saving_ms_per_step) + " per step (" + pct(f.saving_pct) + "), confidence " + f.confidence +
+            (f.predicted_step_ms !== undefined ? ", step after this fix " + ms(f.predicted_step_ms) : "") + (f.new ? "" : ", in baseline") })]),
         el("div", { className: "msg", text: f.message }),
         el("div", { className: "costbar", title: pct(f.saving_pct) + " of the step" }, [el("div", { style: "width:" + width + "%" })])]);
       var body = el("div", { className: "body" });

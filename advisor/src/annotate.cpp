@@ -9,6 +9,8 @@
 #include <memory>
 
 #include "json_doc.h"
+#include "format.h"
+#include "whatif_format.h"
 #include "ptadvise/advisor.h"
 #include "ptadvise/io.h"
 
@@ -134,7 +136,7 @@ class Output {
 
 }  // namespace
 
-std::string annotation_events(const std::vector<Finding>& findings) {
+std::string annotation_events(const std::vector<Finding>& findings, const StepPrediction* prediction) {
   using jsondoc::Json;
   std::string out;
   auto add = [&](const Json& event) {
@@ -143,9 +145,13 @@ std::string annotation_events(const std::vector<Finding>& findings) {
   };
   bool any = false;
   for (const auto& f : findings) any = any || !f.evidence.empty();
-  if (!any) return out;
+  const bool has_path = prediction != nullptr && !prediction->critical_path.empty();
+  if (!any && !has_path) return out;
   add({{"ph", "M"}, {"name", "process_name"}, {"pid", kFindingsPid}, {"tid", 0}, {"args", {{"name", "ptadvise findings"}}}});
   add({{"ph", "M"}, {"name", "process_sort_index"}, {"pid", kFindingsPid}, {"tid", 0}, {"args", {{"sort_index", -1}}}});
+  if (has_path) {
+    for (const Json& event : format::critical_path_events(*prediction, kFindingsPid)) add(event);
+  }
   for (size_t k = 0; k < findings.size(); ++k) {
     const Finding& f = findings[k];
     if (f.evidence.empty()) continue;
@@ -179,7 +185,14 @@ std::string annotation_events(const std::vector<Finding>& findings) {
 }
 
 std::optional<AnnotateError> write_annotated_trace(const std::string& trace_path, const std::vector<Finding>& findings,
-                                                   const std::string& out_path) {
+                                                   const std::string& out_path, const StepPrediction* prediction) {
+  // The trace is read a second time: a pipe or stdin has nothing left to give.
+  std::error_code type_error;
+  const auto type = std::filesystem::status(trace_path, type_error).type();
+  if (trace_path == "<stdin>" || type == std::filesystem::file_type::fifo ||
+      type == std::filesystem::file_type::character || type == std::filesystem::file_type::socket) {
+    return AnnotateError{trace_path + ": --annotate needs the trace as a file (it was read from a pipe)"};
+  }
   // gzread reads plain files unchanged and gzip files (all members) decompressed.
   gzFile in = gzopen(trace_path.c_str(), "rb");
   if (!in) return AnnotateError{trace_path + ": cannot open the trace to annotate"};
@@ -189,7 +202,7 @@ std::optional<AnnotateError> write_annotated_trace(const std::string& trace_path
   Output out(out_path);
   if (!out.ok()) return AnnotateError{out_path + ": cannot write the annotated trace"};
 
-  const std::string events = annotation_events(findings);
+  const std::string events = annotation_events(findings, prediction);
   InsertionFinder finder;
   enum class Phase { Searching, AfterBracket, Copying } phase = Phase::Searching;
   std::vector<char> chunk(1 << 20);

@@ -13,6 +13,7 @@
 #include <set>
 #include <sstream>
 
+#include "format.h"
 #include "progress.h"
 #include "ptadvise/advisor.h"
 #include "ptadvise/io.h"
@@ -247,10 +248,10 @@ int run(const CheckOptions& options, std::ostream& out, std::ostream& err) {
   }
   progress.start("analysing", timelines.size() == 1 ? "trace" : "traces", timelines.size());
   for (const auto& timeline : timelines) {
-    for (const auto& warning : timeline.stats.warnings) err << "ptadvise: warning: " << warning << "\n";
+    for (const auto& warning : timeline.stats.warnings) err << "ptadvise: warning: " << format::visible(warning) << "\n";
     if (auto partial = partial_trace_problem(timeline)) {
       if (!options.accept_partial) throw Failure{*partial};
-      err << "ptadvise: warning: " << *partial << "\n";
+      err << "ptadvise: warning: " << format::visible(*partial) << "\n";
     }
     report.traces.push_back(
         analyse_trace(timeline, rules, selection, kernels, report.source_root, report.suppressed));
@@ -305,7 +306,7 @@ int run(const CheckOptions& options, std::ostream& out, std::ostream& err) {
         path = per_trace_path(options.annotate_path, unranked, i, report.traces.size());
         written.insert(path);
       }
-      if (auto error = write_annotated_trace(trace.path, trace.findings, path)) throw Failure{error->message};
+      if (auto error = write_annotated_trace(trace.path, trace.findings, path, &trace.prediction)) throw Failure{error->message};
     }
   }
 
@@ -341,10 +342,10 @@ Timeline load_one(const std::string& path, bool accept_partial, std::ostream& er
   if (auto* error = std::get_if<LoadError>(&loaded)) throw Failure{error->message};
   auto& timelines = std::get<std::vector<Timeline>>(loaded);
   if (timelines.empty()) throw Failure{path + ": no trace found"};
-  for (const auto& warning : timelines.front().stats.warnings) err << "ptadvise: warning: " << warning << "\n";
+  for (const auto& warning : timelines.front().stats.warnings) err << "ptadvise: warning: " << format::visible(warning) << "\n";
   if (auto partial = partial_trace_problem(timelines.front())) {
     if (!accept_partial) throw Failure{*partial};
-    err << "ptadvise: warning: " << *partial << "\n";
+    err << "ptadvise: warning: " << format::visible(*partial) << "\n";
   }
   if (timelines.size() > 1) {
     err << "ptadvise: warning: " << path << ": " << timelines.size() << " traces; comparing the first ("

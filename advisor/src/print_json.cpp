@@ -2,6 +2,7 @@
 #include <ostream>
 
 #include "format.h"
+#include "whatif_format.h"
 #include "ptadvise/schema_versions.h"
 #include "report_doc.h"
 #include "summary_doc.h"

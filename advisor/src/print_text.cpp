@@ -135,7 +135,7 @@ void print_trace_header(const TraceReport& trace, std::ostream& out, const Palet
               std::to_string(trace.findings.size()) + (trace.findings.size() == 1 ? " finding" : " findings") +
               ", each nanosecond claimed once",
           width, 4);
-  for (const std::string& line : format::whatif_headline(trace.prediction)) wrapped(out, "  ", 2, line, width, 4);
+  for (const std::string& headline : format::whatif_headline(trace.prediction)) wrapped(out, "  ", 2, headline, width, 4);
   // Load warnings go to stderr as they happen (run_check); repeating them here would print them twice.
   out << "\n";
 }
@@ -149,19 +149,24 @@ void print_title(const Finding& f, std::ostream& out, const Palette& p, size_t w
   wrapped(out, prefix, prefix_columns, f.rule_name + ": " + visible(f.message), width, 4);
 }
 
-// At most four lines: what, where, what it costs and saves, how to fix it.
+// At most four lines before wrapping: what, where (left out for whole-trace findings: the header names
+// the file), what it saves and costs, how to fix it.
 void print_finding(const TraceReport& trace, const Finding& f, std::ostream& out, const Palette& p, size_t width) {
+  (void)trace;
   print_title(f, out, p, width);
-  std::string where = location(trace, f);
+  std::string where = visible(format::source_text(f));
   std::string site = visible(describe_site(Site{f.site.op, f.site.kernel, f.site.op_chain, std::nullopt, f.site.detail}));
-  if (!site.empty() && site != "(whole trace)") where += " (" + site + ")";
-  wrapped(out, "  " + p.blue("-->") + " ", 6, where, width, 6);
+  if (site == "(whole trace)" || site == "whole trace") site.clear();
+  if (!where.empty() && !site.empty()) where += " (" + site + ")";
+  if (where.empty()) where = site;
+  if (!where.empty()) wrapped(out, "  " + p.blue("-->") + " ", 6, where, width, 6);
   const std::string bar = "   " + p.blue("=") + " ";
-  wrapped(out, bar, 5,
-          "costs " + fixed(f.time_ms_per_step, 3) + " ms per step (" + times_per_step(f.count_per_step) + ", in " +
-              fixed(f.steps_present_pct, 0) + "% of steps); saves ~" + fixed(f.saving_ms_per_step, 3) + " ms (" +
-              fixed(f.saving_pct, 1) + "% of the step), confidence " + std::string(to_string(f.confidence)),
-          width, 5);
+  const double count = f.count_per_step;
+  std::string numbers = "saves ~" + fixed(f.saving_ms_per_step, 3) + " ms/step (" + fixed(f.saving_pct, 1) + "%, " +
+                        std::string(to_string(f.confidence)) + " confidence); costs " + fixed(f.time_ms_per_step, 3) +
+                        " ms/step, " + fixed(count, count == std::floor(count) ? 0 : 1) + "\u00d7/step";
+  if (f.steps_present_pct < 99.95) numbers += " in " + fixed(f.steps_present_pct, 0) + "% of steps";
+  wrapped(out, bar, 5, numbers, width, 5);
   if (!f.fix.empty()) wrapped(out, bar + p.bold("help") + ": ", 11, visible(f.fix), width, 5);
   out << "\n";
 }

@@ -2,37 +2,30 @@
 #include "ptadvise/summary_printer.h"
 #include "ptadvise/schema_versions.h"
 
+#include "format.h"
 #include "json_doc.h"
 #include "summary_doc.h"
 
-#include <charconv>
+#include <fmt/format.h>
+#include <fmt/printf.h>
+
 #include <cmath>
-#include <cstdio>
 #include <string_view>
 
 namespace ptadvise {
 namespace {
 
-std::string format(const char* pattern, double value) {
-  char buffer[64];
-  std::snprintf(buffer, sizeof buffer, pattern, value);
-  return buffer;
-}
+// printf-style patterns of one double ("%.1f%%"), through {fmt}'s printf implementation.
+std::string printf_text(const char* pattern, double value) { return fmt::sprintf(pattern, value); }
 
 std::string shorten(std::string_view text, size_t limit) {
   if (text.size() <= limit) return std::string(text);
   return std::string(text.substr(0, limit - 3)) + "...";
 }
 
-std::string pad(std::string text, size_t width) {
-  if (text.size() < width) text.append(width - text.size(), ' ');
-  return text;
-}
+std::string pad(const std::string& text, size_t width) { return fmt::format("{:<{}}", text, width); }
 
-std::string pad_left(std::string text, size_t width) {
-  if (text.size() < width) text.insert(0, width - text.size(), ' ');
-  return text;
-}
+std::string pad_left(const std::string& text, size_t width) { return fmt::format("{:>{}}", text, width); }
 
 std::string device_line(const DeviceInfo& device) {
   std::string line = "GPU " + std::to_string(device.id);
@@ -46,25 +39,27 @@ std::string device_line(const DeviceInfo& device) {
   }
   if (device.total_global_mem > 0) {
     if (!details.empty()) details += ", ";
-    details += format("%.1f GiB", static_cast<double>(device.total_global_mem) / (1024.0 * 1024.0 * 1024.0));
+    details += printf_text("%.1f GiB", static_cast<double>(device.total_global_mem) / (1024.0 * 1024.0 * 1024.0));
   }
   if (device.num_sms > 0) {
     if (!details.empty()) details += ", ";
     details += std::to_string(device.num_sms) + " SMs";
   }
+  if (device.properties_borrowed) details += std::string(details.empty() ? "" : "; ") + "not in deviceProperties, "
+                                             "which lists only this model";
   if (!details.empty()) line += " (" + details + ")";
   return line;
 }
 
-std::string ms(double value) { return format("%.3f ms", value); }
+std::string ms(double value) { return printf_text("%.3f ms", value); }
 
 void stat_table(std::string& out, const char* title, const std::vector<KernelStat>& stats) {
   if (stats.empty()) return;
   constexpr size_t kNameWidth = 72;
   out += "\n  " + pad(title, kNameWidth + 2) + pad_left("count", 8) + pad_left("total ms", 12) + "\n";
   for (const KernelStat& stat : stats) {
-    out += "    " + pad(shorten(stat.name, kNameWidth), kNameWidth) + pad_left(std::to_string(stat.count), 8) +
-           pad_left(format("%.3f", static_cast<double>(stat.total_ns) / 1e6), 12) + "\n";
+    out += "    " + pad(shorten(format::visible(stat.name), kNameWidth), kNameWidth) + pad_left(std::to_string(stat.count), 8) +
+           pad_left(printf_text("%.3f", static_cast<double>(stat.total_ns) / 1e6), 12) + "\n";
   }
 }
 
@@ -112,15 +107,15 @@ std::string summary_text(const Summary& summary) {
                           " steady step" + (summary.steady_steps == 1 ? "" : "s") + ", median " +
                           ms(summary.median_step_ms) + ", p90 " + ms(summary.p90_step_ms));
   if (!summary.devices.empty()) {
-    line("GPU busy", format("%.1f%%", summary.gpu_busy_pct) + " of the steady steps (kernels, copies and memsets, all devices)");
-    line("GPU share", format("compute %.1f%%", summary.compute_busy_pct) +
-                          format(" | communication %.1f%%", summary.communication_pct) +
-                          format(" | copies %.1f%%", summary.copy_pct) + format(" | idle %.1f%%", summary.idle_pct));
+    line("GPU busy", printf_text("%.1f%%", summary.gpu_busy_pct) + " of the steady steps (kernels, copies and memsets, all devices)");
+    line("GPU share", printf_text("compute %.1f%%", summary.compute_busy_pct) +
+                          printf_text(" | communication %.1f%%", summary.communication_pct) +
+                          printf_text(" | copies %.1f%%", summary.copy_pct) + printf_text(" | idle %.1f%%", summary.idle_pct));
     if (summary.device_shares.size() > 1) {
       for (const DeviceShare& share : summary.device_shares) {
-        line("", "device " + std::to_string(share.device) + format(": compute %.1f%%", share.compute_busy_pct) +
-                     format(" | communication %.1f%%", share.communication_pct) +
-                     format(" | copies %.1f%%", share.copy_pct) + format(" | idle %.1f%%", share.idle_pct));
+        line("", "device " + std::to_string(share.device) + printf_text(": compute %.1f%%", share.compute_busy_pct) +
+                     printf_text(" | communication %.1f%%", share.communication_pct) +
+                     printf_text(" | copies %.1f%%", share.copy_pct) + printf_text(" | idle %.1f%%", share.idle_pct));
       }
     }
     std::string families;
@@ -140,12 +135,12 @@ std::string summary_text(const Summary& summary) {
       for (const IdleShare& share : summary.idle_causes) {
         if (!causes.empty()) causes += " | ";
         causes += std::string(to_string(share.cause)) + " " + ms(share.ms) +
-                  format(" (%.0f%%)", total > 0 ? 100.0 * share.ms / total : 0.0);
+                  printf_text(" (%.0f%%)", total > 0 ? 100.0 * share.ms / total : 0.0);
       }
       line("idle in steps", causes);
     }
-    line("kernels", format("%.1f per step", summary.kernels_per_step) + ", " +
-                        format("%.1f%%", summary.tiny_kernel_pct) + " shorter than 10 us");
+    line("kernels", printf_text("%.1f per step", summary.kernels_per_step) + ", " +
+                        printf_text("%.1f%%", summary.tiny_kernel_pct) + " shorter than 10 us");
   }
   stat_table(out, "top kernels", summary.top_kernels);
   stat_table(out, "top CPU ops (inclusive)", summary.top_cpu_ops);

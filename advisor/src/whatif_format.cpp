@@ -62,6 +62,28 @@ jsondoc::Json whatif_document(const StepPrediction& p) {
   return document;
 }
 
+std::vector<jsondoc::Json> critical_path_events(const StepPrediction& p, int64_t pid) {
+  using jsondoc::Json;
+  using jsondoc::number;
+  std::vector<Json> events;
+  events.push_back({{"ph", "M"}, {"name", "thread_name"}, {"pid", pid}, {"tid", 0},
+                    {"args", {{"name", "critical path (replay)"}}}});
+  for (const CriticalSpan& span : p.critical_path) {
+    // The file's own time base, like the findings' markers, so the spans sit on their events.
+    const double ts_us = static_cast<double>(p.origin_ns + span.start_ns) / 1000.0;
+    const double dur_us = std::max(static_cast<double>(span.end_ns - span.start_ns) / 1000.0, 0.001);
+    events.push_back({{"ph", "X"},
+                      {"cat", "ptadvise.critical_path"},
+                      {"name", span.name},
+                      {"pid", pid},
+                      {"tid", 0},
+                      {"ts", number(ts_us, 3)},
+                      {"dur", number(dur_us, 3)},
+                      {"args", {{"category", whatif::to_string(span.category)}}}});
+  }
+  return events;
+}
+
 std::vector<std::string> whatif_headline(const StepPrediction& p) {
   std::vector<std::string> lines;
   if (!p.available) return lines;

@@ -15,6 +15,9 @@ jsondoc::Json whatif_document(const StepPrediction& prediction);
 // "predicted step after all fixes: 4.067 ms (-57.5%) ..." and, when the replay is off by more than 3%, why.
 std::vector<std::string> whatif_headline(const StepPrediction& prediction);
 
+// The critical path as trace events: one X event per piece on tid 0 of `pid`, named "critical path (replay)".
+std::vector<jsondoc::Json> critical_path_events(const StepPrediction& prediction, int64_t pid);
+
 // "compute 41.2%, host 30.1%, ..." (categories with time, largest first).
 std::string critical_shares(const std::array<double, whatif::kCategoryCount>& ms);
 

@@ -16,7 +16,8 @@ _HERE = os.path.dirname(os.path.abspath(__file__))
 if _HERE not in sys.path:
     sys.path.append(_HERE)
 
-import ptadvise_shim  # noqa: E402  (needs the path above)
+import ptadvise_legacy_stacks  # noqa: E402  (needs the path above)
+import ptadvise_shim  # noqa: E402
 from ptadvise_names import trace_file_name  # noqa: E402
 
 ptadvise_shim.install()  # idempotent; covers interpreters started without site (-S, -I)
@@ -49,10 +50,17 @@ def main(argv):
         activities.append(ProfilerActivity.CUDA)
     written = []
 
+    # PyTorch without Kineto exports no stacks, shapes or Python frames: add them (ptadvise_legacy_stacks).
+    legacy = ptadvise_legacy_stacks.needed(torch)
+    constructors = ptadvise_legacy_stacks.record_constructors(torch) if legacy else set()
+
     def on_trace_ready(profiler):
         path = os.path.join(out_dir, trace_file_name())
         temporary = path + ".tmp"
         profiler.export_chrome_trace(temporary)
+        if legacy and not ptadvise_legacy_stacks.enrich(temporary, list(profiler.events()), constructors):
+            sys.stderr.write("ptadvise: the profiler's events do not match its export; the trace has no Python "
+                             "stacks\n")
         os.replace(temporary, path)
         written.append(path)
 

@@ -692,7 +692,9 @@ class Evaluator {
             ++count;
           }
         }
-        return a_.steps.empty() ? 0.0 : static_cast<double>(count) / static_cast<double>(a_.steps.size()) * 100.0;
+        // Over the steady steps, the only ones whose events are selected (warm-up and a cut-short last step
+        // never are).
+        return a_.steps.empty() ? 0.0 : static_cast<double>(count) / static_cast<double>(steps_) * 100.0;
       }
       case MetricKind::MaxArg: {
         double best = kNaN;
@@ -965,7 +967,10 @@ class Evaluator {
       finding.saving_method += " " + limited_note(gpu_ms, other_ms, granted);
     }
     finding.confidence = rule.confidence;
-    for (const auto& spec : rule.transform.steps) finding.fixes.push_back({spec, group.events, info.id, rule.transform.method});
+    for (size_t t = 0; t < rule.transform.steps.size(); ++t) {
+      finding.fixes.push_back({rule.transform.steps[t], transform_events(rule, rule.transform.selections[t], group),
+                               info.id, rule.transform.method});
+    }
     // The noise floor: a rule that estimates a saving reports only savings above both minimums (rules
     // whose saving is 0 by design report facts, never fail a gate, and are exempt).
     below_noise_floor_ = false;
@@ -1011,6 +1016,14 @@ class Evaluator {
     if (granted.total_ms + 5e-4 < granted.gpu_ms + other_ms) note += " earlier findings claimed the rest of the step;";
     note.back() = '.';
     return note;
+  }
+
+  // A transform's events: the group's, or (`select:`) every event of another selection.
+  std::vector<EventIndex> transform_events(const CompiledRule& rule, const std::string& selection, const Group& group) {
+    for (size_t s = 0; !selection.empty() && s < rule.selections.size(); ++s) {
+      if (rule.selections[s].name == selection) return selected_[s];
+    }
+    return group.events;
   }
 
   const Analysis& a_;
@@ -1069,6 +1082,7 @@ std::vector<Finding> evaluate(const RuleSet& rules, const Analysis& analysis, co
       break;
     }
   }
+  if (!has_stacks) has_stacks = has_call_stacks(timeline);
   bool has_properties = false;
   for (const DeviceInfo& device : timeline.devices) has_properties = has_properties || device.compute_major >= 0;
   Coverage counted;

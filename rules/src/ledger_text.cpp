@@ -35,4 +35,17 @@ std::string culprit_breakdown(const Analysis& analysis, const std::vector<uint32
   return text.empty() ? "none" : text;
 }
 
+bool has_call_stacks(const Timeline& timeline) {
+  // A trace recorded with stacks has them on every op with Python above it: a few thousand ops decide.
+  constexpr size_t kOpsChecked = 4096;
+  size_t checked = 0;
+  const Events& events = timeline.events;
+  for (EventIndex e = 0; e < events.size() && checked < kOpsChecked; ++e) {
+    if (events.kind[e] != EventKind::CpuOp || events.args_length[e] == 0) continue;
+    ++checked;
+    if (auto stack = timeline.arg_string(e, "Call stack"); stack && !stack->empty()) return true;
+  }
+  return false;
+}
+
 }  // namespace ptadvise

@@ -19,4 +19,8 @@ std::vector<uint8_t> charged_culprits(const Analysis& analysis, uint32_t causes)
 std::string culprit_breakdown(const Analysis& analysis, const std::vector<uint32_t>& gaps, double steps, size_t top,
                               std::string (*format)(double));
 
+// Whether the trace's CPU ops carry Python stacks (`Call stack` args, with_stack=True without the Python
+// tracer's frames); the first ops tell.
+bool has_call_stacks(const Timeline& timeline);
+
 }  // namespace ptadvise

@@ -53,6 +53,7 @@ StepPrediction predict_steps(const Analysis& analysis, const std::vector<Finding
   whatif::Graph graph = whatif::build_graph(analysis);
   whatif::ReplayResult base = whatif::replay(graph);
   out.available = true;
+  out.origin_ns = analysis.timeline->file_origin_ns;  // the file's own time base (what Perfetto shows)
   out.measured_step_ms = base.measured_step_ms;
   out.replayed_step_ms = base.replayed_step_ms;
   out.discrepancy = whatif::replay_discrepancy(graph, base);

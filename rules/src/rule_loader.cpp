@@ -232,6 +232,12 @@ class RuleCompiler {
     compile_saving(rule);
     if (auto transform = root_["transform"]) {
       if (auto error = parse_transform(transform, rule.transform)) r_.fail_at(error->mark, error->key, error->what);
+      for (const std::string& name : rule.transform.selections) {
+        if (!name.empty() && std::none_of(rule.selections.begin(), rule.selections.end(),
+                                          [&name](const Selection& s) { return s.name == name; })) {
+          r_.fail(transform, "transform.apply.select", "no selection named '" + name + "'");
+        }
+      }
     }
     compile_tests(rule);
 
@@ -1058,21 +1064,6 @@ std::string lower(std::string_view text) {
   std::string out(text);
   for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   return out;
-}
-
-size_t edit_distance(std::string_view a, std::string_view b) {
-  std::vector<size_t> row(b.size() + 1);
-  for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
-  for (size_t i = 1; i <= a.size(); ++i) {
-    size_t diagonal = row[0];
-    row[0] = i;
-    for (size_t j = 1; j <= b.size(); ++j) {
-      size_t up = row[j];
-      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] == b[j - 1] ? 0 : 1)});
-      diagonal = up;
-    }
-  }
-  return row[b.size()];
 }
 
 // Compiles one document into `set`, checking ids and names against the rules already there.

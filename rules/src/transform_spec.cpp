@@ -13,7 +13,7 @@ std::optional<double> to_number(const std::string& text) {
   return value;
 }
 
-std::optional<TransformError> parse_step(const YAML::Node& item, whatif::TransformSpec& spec) {
+std::optional<TransformError> parse_step(const YAML::Node& item, whatif::TransformSpec& spec, std::string& selection) {
   const std::string key = "transform.apply";
   if (!item.IsMap() || item.size() != 1) {
     return TransformError{item.Mark(), key, "expected one primitive per item: remove, scale, make_async, fuse, overlap or background"};
@@ -41,7 +41,12 @@ std::optional<TransformError> parse_step(const YAML::Node& item, whatif::Transfo
     const std::string value = it->second.Scalar();
     const std::string at = where + "." + param;
     auto number = to_number(value);
-    if (param == "touches") {
+    if (param == "select") {
+      selection = value;
+    } else if (param == "scope") {
+      if (value != "event" && value != "outer_op") return TransformError{it->second.Mark(), at, "expected event or outer_op"};
+      spec.scope = value == "outer_op" ? whatif::TransformSpec::Scope::OuterOp : whatif::TransformSpec::Scope::Event;
+    } else if (param == "touches") {
       if (value != "host" && value != "gpu" && value != "both") return TransformError{it->second.Mark(), at, "expected host, gpu or both"};
       spec.host = value != "gpu";
       spec.gpu = value != "host";
@@ -60,7 +65,7 @@ std::optional<TransformError> parse_step(const YAML::Node& item, whatif::Transfo
       (param == "workers" ? spec.workers : spec.prefetch) = static_cast<int>(*number);
     } else {
       return TransformError{it->first.Mark(), at, "unknown parameter for " + name +
-                                                       " (touches; scale: table or factor; background: workers, prefetch)"};
+                                                       " (select, scope, touches; scale: table or factor; background: workers, prefetch)"};
     }
   }
   if (spec.primitive == whatif::Primitive::Scale && has_factor == (spec.table != whatif::ScaleTable::None)) {
@@ -91,8 +96,10 @@ std::optional<TransformError> parse_transform(const YAML::Node& node, RuleTransf
   out = {};
   for (const auto& item : apply) {
     whatif::TransformSpec spec;
-    if (auto error = parse_step(item, spec)) return error;
+    std::string selection;
+    if (auto error = parse_step(item, spec, selection)) return error;
     out.steps.push_back(spec);
+    out.selections.push_back(selection);
   }
   out.method = method.Scalar();
   while (!out.method.empty() && (out.method.back() == '\n' || out.method.back() == ' ')) out.method.pop_back();

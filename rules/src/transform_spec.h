@@ -13,6 +13,7 @@ namespace ptadvise {
 
 struct RuleTransform {
   std::vector<whatif::TransformSpec> steps;  // applied together to each finding's events
+  std::vector<std::string> selections;       // per step: the selection whose events it takes (empty: the group's)
   std::string method;                        // how the fix changes the step, phrased for the user
   bool declared() const { return !steps.empty(); }
 };

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # `ptadvise run --capture torch` end to end with the system's CPU PyTorch: a small training script with a
-# worker-less data loader and anomaly detection on must come out with PTA106 and PTA112; a failing
-# program's exit code must come through.
+# worker-less data loader and anomaly detection on must come out with PTA106 and PTA112; a loss that builds
+# nn.NLLLoss(weight) in every forward with PTA111 at that line (Python stacks and shapes recorded wherever
+# the installed PyTorch can); a failing program's exit code must come through.
 set -u
 ptadvise=$1
 python=${2:-/usr/bin/python3}
@@ -46,5 +47,21 @@ done
 [[ $code -eq 0 || $code -eq 1 ]] || fail "exit code $code, expected the check's 0 or 1"
 grep -q "PTA106" "$work/stdout" || fail "no PTA106 (data-loader-stall) finding"
 grep -q "PTA112" "$work/stdout" || fail "no PTA112 (anomaly-detection-enabled) finding"
+
+# The loss module built in every step: its constructor, at the user's line, from a recording with stacks.
+"$ptadvise" run --out "$work/loss" --capture torch --skip-steps 2 --steps 3 -- \
+  "$python" "$here/loss_built_in_step.py" >"$work/stdout" 2>"$work/stderr"
+code=$?
+cat "$work/stdout" "$work/stderr"
+[[ $code -eq 0 || $code -eq 1 ]] || fail "exit code $code, expected the check's 0 or 1"
+traces=("$work"/loss/*.pt.trace.json)
+[[ ${#traces[@]} -eq 1 ]] || fail "expected one trace in $work/loss, found ${#traces[@]}"
+grep -q '"Call stack"' "${traces[0]}" || fail "the trace has no Python stacks"
+grep -q '"Input Dims"' "${traces[0]}" || fail "the trace has no input shapes"
+line=$(grep -n "criterion = nn.NLLLoss" "$here/loss_built_in_step.py" | cut -d: -f1)
+if "$ptadvise" explain PTA111 >/dev/null 2>&1; then
+  grep -q "PTA111\] object-built-in-step: 1 PyTorch objects per step are constructed at [^ ]*loss_built_in_step.py:$((line - 1)) " \
+    "$work/stdout" || fail "no PTA111 (object-built-in-step) finding at loss_built_in_step.py:$((line - 1))"
+fi
 
 echo "ok"

@@ -238,6 +238,12 @@ std::optional<SourceLocation> Analysis::user_source(EventIndex i) const {
     EventKind kind = events.kind[e];
     if (kind == EventKind::PythonFunction) {
       if (auto location = user_frame(timeline->name(e))) return location;
+      // A frame recorded as a range by a capture without the Python tracer carries its caller's stack.
+      if (events.args_length[e] > 0) {
+        if (auto stack = timeline->arg_string(e, "Call stack"); stack && !stack->empty()) {
+          if (auto location = first_user_frame_of_stack(*stack)) return location;
+        }
+      }
       outermost_python = e;
     } else if ((kind == EventKind::CpuOp || kind == EventKind::UserAnnotation) && events.args_length[e] > 0) {
       if (auto stack = timeline->arg_string(e, "Call stack"); stack && !stack->empty()) {

@@ -3,6 +3,7 @@
 // syntax error. Never used on the hot path of well-formed event lists.
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <string_view>
 
@@ -80,21 +81,28 @@ inline size_t find_event_start(const char* data, size_t size, size_t pos) {
 // known profiler quirk) inverts every later string, so its closing brace may never be found; a cut file
 // ends inside its last event the same way. The two differ in whether another event follows: `end` is
 // kNotFound in both cases and `next_start` tells them apart. Usually the event ends before the next line
-// that starts an event, and the scan stops there; only events spanning such lines are scanned further
-// (with inverted quotes that scan ends at the next broken event, so many broken events stay linear).
+// that starts an event, and the scan stops there; only events spanning such lines are scanned further,
+// and those longer scans share `scan_budget` (bytes; a few times the input): garbage full of unclosed
+// braces would otherwise make every event scan to the end of the input, quadratic in its size.
 struct EventExtent {
   size_t end = kNotFound;
   size_t next_start = kNotFound;
 };
 
-inline EventExtent event_extent(const char* data, size_t size, size_t start) {
+inline EventExtent event_extent(const char* data, size_t size, size_t start, size_t& scan_budget) {
   EventExtent extent;
   extent.next_start = find_event_start(data, size, start + 1);
   if (extent.next_start != kNotFound) {
     extent.end = skip_value(data, extent.next_start, start);
-    if (extent.end != kNotFound) return extent;
+    if (extent.end != kNotFound || scan_budget == 0) return extent;
   }
-  extent.end = skip_value(data, size, start);
+  const size_t limit = size - start > scan_budget ? start + scan_budget : size;
+  extent.end = skip_value(data, limit, start);
+  const size_t scanned = (extent.end == kNotFound ? limit : extent.end) - start;
+  scan_budget -= std::min(scan_budget, scanned);
+  if (extent.end == kNotFound && limit < size && extent.next_start == kNotFound) {
+    extent.end = skip_value(data, size, start);  // the last event: a cut file must still be told apart
+  }
   return extent;
 }
 

@@ -166,6 +166,7 @@ class TraceParser {
   std::string first_malformed_;
   std::string first_syntax_error_;
   size_t syntax_warnings_ = 0;
+  size_t extent_scan_budget_ = 0;  // set in run(): bytes the long event-extent scans may read in all
 
   // Direct-mapped cache in front of the string pool: names repeat, and a cheap hash of length and end
   // bytes plus one comparison is faster than hashing every byte of a long kernel name.
@@ -480,7 +481,7 @@ size_t TraceParser::window_limit(size_t start) const {
 }
 
 TraceParser::SingleResult TraceParser::parse_single_event(size_t start) {
-  const detail::EventExtent extent = detail::event_extent(data_, size_, start);
+  const detail::EventExtent extent = detail::event_extent(data_, size_, start, extent_scan_budget_);
   const size_t end = extent.end;
   if (end == kNotFound && extent.next_start == kNotFound) {
     list_cut_ = true;
@@ -680,7 +681,9 @@ size_t TraceParser::parse_event_list(size_t pos) {
       continue;
     }
     // No progress on the window's first event: read it alone (it may be larger than a window, broken,
-    // or cut off by the end of the file).
+    // or cut off by the end of the file), and the rest of this window event by event: indexing a new
+    // window after every broken event would be quadratic when many are broken.
+    single_until = limit;
     SingleResult single = parse_single_event(start);
     if (single.stop) return kNotFound;
     pos = single.pos;
@@ -885,6 +888,7 @@ void TraceParser::finish() {
 std::variant<Timeline, LoadError> TraceParser::run(const LoadOptions& options) {
   timeline_.path = label_;
   timeline_.stats.bytes = size_;
+  extent_scan_budget_ = 4 * size_ + (size_t{1} << 20);
   const size_t estimate = size_ / 300 + 16;
   Events& events = timeline_.events;
   events.ts_ns.reserve(estimate);

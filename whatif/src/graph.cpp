@@ -32,6 +32,8 @@ class Builder {
 
   void build() {
     g_.analysis = &a_;
+    g_.nodes.reserve(ev_.size() + ev_.size() / 2);
+    g_.edges.reserve(2 * ev_.size());
     g_.node_of_event.assign(ev_.size(), kNone);
     g_.lane_of_track.assign(tl_.tracks.size(), kNone);
     for (uint32_t t = 0; t < tl_.tracks.size(); ++t) {
@@ -415,44 +417,70 @@ class Builder {
   }
 
   // Helper threads (autograd's device thread, pin-memory, loader threads) start their bursts of work
-  // when the main thread hands it to them: each of their gaps ends where the main thread then was.
+  // when the main thread hands it to them: a gap of theirs during which the main thread began something
+  // new ends where the main thread then was. A gap the main thread spent entirely inside one node is the
+  // helper's own (waiting for the GPU, Python) and keeps its length. When one main-thread node spans a
+  // whole burst (the main thread blocked in loss.backward() while the autograd thread ran it), the node
+  // waits for the burst: it ends that long after the burst as it did in the trace.
   void thread_edges() {
     if (g_.main_lane == kNone) return;
     const Lane& main = g_.lanes[g_.main_lane];
-    auto vertex_at = [&](int64_t time, int64_t& offset) -> uint32_t {
+    auto main_node_at = [&](int64_t time) -> uint32_t {
       auto it = std::upper_bound(main.nodes.begin(), main.nodes.end(), time,
                                  [this](int64_t t, uint32_t n) { return t < g_.nodes[n].start_ns; });
       if (it == main.nodes.begin()) return kNone;
       const Node& node = g_.nodes[*(it - 1)];
       if (time > node.start_ns + node.dur_ns && it == main.nodes.end()) return kNone;
-      offset = time - node.start_ns;
-      return 2 * *(it - 1);
+      return *(it - 1);
+    };
+    std::vector<uint8_t> joined(g_.nodes.size(), 0);
+    auto join = [&](uint32_t first, uint32_t last) {
+      const int64_t b0 = g_.nodes[first].start_ns;
+      const int64_t b1 = g_.nodes[last].start_ns + g_.nodes[last].dur_ns;
+      const uint32_t m = main_node_at(b0);
+      if (m == kNone || joined[m]) return;
+      Node& waiter = g_.nodes[m];
+      if (waiter.kind == NodeKind::Call || waiter.kind == NodeKind::HostWait) return;
+      if (waiter.start_ns > b0 || waiter.start_ns + waiter.dur_ns < b1) return;
+      joined[m] = 1;
+      waiter.work_ns = std::max<int64_t>(0, waiter.dur_ns - (b1 - b0));
+      add_edge(2 * last + 1, 2 * m + 1, waiter.start_ns + waiter.dur_ns - b1, EdgeKind::Thread);
     };
     for (uint32_t l = 0; l < g_.lanes.size(); ++l) {
       const Lane& lane = g_.lanes[l];
       if (lane.gpu || l == g_.main_lane) continue;
+      uint32_t burst_first = kNone, burst_last = kNone;
       for (size_t k = 0; k < lane.nodes.size(); ++k) {
         const uint32_t n = lane.nodes[k];
         Node& node = g_.nodes[n];
-        if (node.kind != NodeKind::HostGap && k != 0) continue;
-        int64_t offset = 0;
+        const bool gap = node.kind == NodeKind::HostGap && k != 0;
+        if (!gap && k != 0) {
+          if (burst_first == kNone) burst_first = n;
+          burst_last = n;
+          continue;
+        }
         const int64_t at = k == 0 ? node.start_ns : node.start_ns + node.dur_ns;
-        uint32_t vertex = vertex_at(at, offset);
-        if (vertex == kNone) continue;
+        const uint32_t m = main_node_at(at);
+        if (m == kNone) continue;
         if (k == 0) {
           node.anchored = false;
-          add_edge(vertex, 2 * n, offset, EdgeKind::Thread);
-        } else {
-          node.work_ns = 0;
-          add_edge(vertex, 2 * n + 1, offset, EdgeKind::Thread);
+          add_edge(2 * m, 2 * n, at - g_.nodes[m].start_ns, EdgeKind::Thread);
+          burst_first = burst_last = n;
+          continue;
         }
+        if (g_.nodes[m].start_ns <= node.start_ns) continue;  // the helper's own gap
+        if (burst_first != kNone) join(burst_first, burst_last);
+        burst_first = burst_last = kNone;
+        node.work_ns = 0;
+        add_edge(2 * m, 2 * n + 1, at - g_.nodes[m].start_ns, EdgeKind::Thread);
       }
+      if (burst_first != kNone) join(burst_first, burst_last);
     }
   }
 
+  // Counting sort by target vertex (linear), then the outgoing index.
   void index_edges() {
     const size_t vertices = 2 * g_.nodes.size();
-    std::stable_sort(g_.edges.begin(), g_.edges.end(), [](const Edge& x, const Edge& y) { return x.to < y.to; });
     g_.incoming.assign(vertices + 1, 0);
     g_.outgoing.assign(vertices + 1, 0);
     for (const Edge& e : g_.edges) {
@@ -463,8 +491,12 @@ class Builder {
       g_.incoming[v + 1] += g_.incoming[v];
       g_.outgoing[v + 1] += g_.outgoing[v];
     }
+    std::vector<Edge> sorted(g_.edges.size());
+    std::vector<uint32_t> fill(g_.incoming.begin(), g_.incoming.end() - 1);
+    for (const Edge& e : g_.edges) sorted[fill[e.to]++] = e;
+    g_.edges = std::move(sorted);
     g_.out_edges.assign(g_.edges.size(), 0);
-    std::vector<uint32_t> fill(g_.outgoing.begin(), g_.outgoing.end() - 1);
+    fill.assign(g_.outgoing.begin(), g_.outgoing.end() - 1);
     for (uint32_t e = 0; e < g_.edges.size(); ++e) g_.out_edges[fill[g_.edges[e].from]++] = e;
   }
 

@@ -20,12 +20,24 @@ void add_launched(const Graph& g, uint32_t call, std::vector<uint32_t>& gpu) {
   for (uint32_t op = g.first_launched[call]; op != kNone; op = g.next_launched[op]) gpu.push_back(op);
 }
 
-// Host events cover their time on their thread and the GPU work launched in it; GPU ops are themselves.
+// The outermost CPU op above an event (a GPU op: above its launch call); the event itself without one.
+EventIndex outer_op(const Events& ev, EventIndex e) {
+  EventIndex current = is_gpu_side(ev.kind[e]) ? ev.launch[e] : e;
+  EventIndex found = kNone;
+  for (int depth = 0; current != kNone && depth < 256; ++depth) {
+    if (ev.kind[current] == EventKind::CpuOp) found = current;
+    current = ev.parent[current];
+  }
+  return found != kNone ? found : e;
+}
+
+// Host events cover their time on their thread and the GPU work launched in it; GPU events are themselves.
 Touched resolve(const Graph& g, EventIndex e, const TransformSpec& spec) {
   Touched out;
   const Timeline& tl = *g.analysis->timeline;
   const Events& ev = tl.events;
   if (e >= ev.size()) return out;
+  if (spec.scope == TransformSpec::Scope::OuterOp) e = outer_op(ev, e);
   if (is_gpu_activity(ev.kind[e])) {
     uint32_t n = g.node_of_event[e];
     if (n == kNone) return out;

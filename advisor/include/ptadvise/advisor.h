@@ -229,10 +229,12 @@ std::string relative_path(const std::string& path, const std::string& root);
 struct AnnotateError {
   std::string message;
 };
+// With `prediction`, the steps' critical path gets a track of its own ("critical path (replay)").
 std::optional<AnnotateError> write_annotated_trace(const std::string& trace_path, const std::vector<Finding>& findings,
-                                                   const std::string& out_path);
+                                                   const std::string& out_path,
+                                                   const StepPrediction* prediction = nullptr);
 // The JSON events (comma-separated, no brackets) that write_annotated_trace splices in.
-std::string annotation_events(const std::vector<Finding>& findings);
+std::string annotation_events(const std::vector<Finding>& findings, const StepPrediction* prediction = nullptr);
 
 // ---------------------------------------------------------------------------------------------------
 // The `check` pipeline as a library call, shared by `ptadvise check` and `ptadvise run`.
@@ -262,6 +264,16 @@ struct CheckOptions {
 // Runs the whole check; returns the exit code (0 clean, 1 failing findings, 2 usage/input error).
 // Errors and warnings go to `err` as "ptadvise: error: …" lines.
 int run_check(const CheckOptions& options, std::ostream& out, std::ostream& err);
+
+// ---------------------------------------------------------------------------------------------------
+// `ptadvise whatif TRACE [--apply RULE_OR_FINDING...]` (docs/WHATIF.md)
+
+struct WhatifOptions {
+  std::string trace;
+  std::vector<std::string> apply;  // rule ids, rule names or finding fingerprints; empty = every finding
+  std::string format = "text";     // text | json
+};
+int run_whatif(const WhatifOptions& options, std::ostream& out, std::ostream& err);
 
 // ---------------------------------------------------------------------------------------------------
 // `ptadvise diff BASE NEW`

@@ -40,6 +40,9 @@ struct CompiledRule;  // private to rules/
 
 struct EvaluateOptions;
 
+// Levenshtein distance (insertions, deletions, substitutions), for "did you mean" messages.
+size_t edit_distance(std::string_view a, std::string_view b);
+
 class RuleSet {
  public:
   RuleSet();
@@ -110,6 +113,7 @@ struct StepPrediction {
   std::vector<whatif::CriticalItem> critical_top;        // unchanged, largest first
   std::vector<whatif::CriticalItem> critical_top_fixed;  // with the fixes
   std::vector<CriticalSpan> critical_path;               // unchanged, steady steps
+  int64_t origin_ns = 0;  // Timeline::file_origin_ns: span times + this are the file's own ts
 };
 
 // Replaces the saving of every finding whose rule declares a transform by measured - replayed with it

@@ -75,7 +75,7 @@ TEST_CASE("check: exit codes for findings, --exit-zero, --fail-on and clean trac
   CHECK(found.out.find("warning[PTX901] scalar-read-in-step") != std::string::npos);
   CHECK(found.out.find("  --> train.py:18 in forward") != std::string::npos);
   CHECK(found.out.find("   = help: ") != std::string::npos);
-  CHECK(found.out.find("   = costs ") != std::string::npos);
+  CHECK(found.out.find("   = saves ~") != std::string::npos);
   CHECK(found.out.find('\x1b') == std::string::npos);  // not a terminal: no colour
   // FORCE_COLOR / CLICOLOR_FORCE turn colour on without a terminal; NO_COLOR and --color never win.
   CHECK(ptadvise_cli(check(dir) + "'" + kSync + "'", dir.path(), "FORCE_COLOR=1").out.find('\x1b') != std::string::npos);
@@ -88,7 +88,7 @@ TEST_CASE("check: exit codes for findings, --exit-zero, --fail-on and clean trac
   for (const auto& [env, width] : {std::pair<std::string, size_t>{"", 80}, {"COLUMNS=50", 50}}) {
     Run wrapped = ptadvise_cli(check(dir) + "'" + kSync + "'", dir.path(), env);
     std::istringstream lines(wrapped.out);
-    for (std::string line; std::getline(lines, line);) CHECK(line.size() <= width);
+    for (std::string line; std::getline(lines, line);) CHECK(ptadvise::testing::columns(line) <= width);
   }
   Run concise = ptadvise_cli(check(dir) + "--concise '" + kSync + "'", dir.path());
   CHECK(concise.out.rfind("train.py:18: warning[PTX901] scalar-read-in-step: ", 0) == 0);

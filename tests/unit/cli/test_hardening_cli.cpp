@@ -121,3 +121,14 @@ TEST_CASE("hardening cli: run refuses an output directory it cannot write before
   CHECK(run.err.find("ptadvise: error: cannot write into the output directory '/sys/kernel': ") == 0);
   CHECK_FALSE(std::filesystem::exists(marker));
 }
+
+TEST_CASE("hardening cli: traces from a pipe are checked; annotating one is a clear error") {
+  TempDir dir;
+  Run piped = cli("check --exit-zero --format json <(zcat " + kScenario + ")");
+  CHECK(piped.exit_code == 0);
+  CHECK(piped.out.find("\"rule_id\"") != std::string::npos);
+  Run annotate = cli("check --exit-zero <(zcat " + kScenario + ") --annotate " + dir.file("out.json"));
+  CHECK(annotate.exit_code == 2);
+  CHECK(annotate.err.find(": --annotate needs the trace as a file (it was read from a pipe)") != std::string::npos);
+  CHECK_FALSE(std::filesystem::exists(dir.file("out.json")));
+}

@@ -202,7 +202,7 @@ TEST_CASE("corpus: resnet50's batch copy, zero_grad and SGD of PyTorch 1.8") {
   const Finding* precision = first_of(trace, "PTA105");
   REQUIRE(precision != nullptr);
   CHECK(precision->saving_ms_per_step == doctest::Approx(9.107).epsilon(0.001));
-  CHECK(precision->saving_method.find("Limited to 9.11 of 34.4 ms per step") != std::string::npos);
+  CHECK(precision->saving_method.find("Limited to 9.11 of ") != std::string::npos);
   CHECK(first_of(trace, "PTA107") == nullptr);
   // Without that finding (its threshold out of reach) they get their share of the bound:
   // images (19.3 MB) and targets (256 B) from pageable memory, 2.3 ms of copies per 212 ms step.

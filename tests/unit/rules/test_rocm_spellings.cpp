@@ -4,6 +4,7 @@
 #include <doctest/doctest.h>
 
 #include <filesystem>
+#include <map>
 #include <string>
 
 #include "ptadvise/analysis.h"
@@ -17,11 +18,14 @@ using ptadvise::Finding;
 
 const std::string kTraces = PTADVISE_SHARED_DIR "/traces/";
 
-std::vector<Finding> run_rule(const ptadvise::Analysis& analysis, const std::string& rule) {
+std::vector<Finding> run_rule(const ptadvise::Analysis& analysis, const std::string& rule,
+                              const std::map<std::string, double>& thresholds = {}) {
   auto rules = ptadvise::load_rules({PTADVISE_SOURCE_DIR "/rules.d"});
   if (auto* error = std::get_if<ptadvise::RuleError>(&rules)) FAIL(error->message);
   ptadvise::EvaluateOptions options;
   options.only = {rule};
+  const auto* info = std::get<ptadvise::RuleSet>(rules).find(rule);
+  if (info != nullptr && !thresholds.empty()) options.thresholds[info->id] = thresholds;
   return ptadvise::evaluate(std::get<ptadvise::RuleSet>(rules), analysis, options);
 }
 
@@ -105,11 +109,20 @@ TEST_CASE("ROCm corpus: hipDeviceSynchronize and a device-to-host copy are sync 
   REQUIRE(std::holds_alternative<ptadvise::Timeline>(loaded));
   const auto& timeline = std::get<ptadvise::Timeline>(loaded);
   ptadvise::Analysis analysis = ptadvise::analyze(timeline);
-  auto findings = run_rule(analysis, "sync-in-step");
-  REQUIRE(findings.size() == 2);
-  CHECK(findings[0].site.op == "hipDeviceSynchronize");
-  CHECK(findings[0].count_per_step == 2);
-  CHECK(findings[1].site.op == "aten::copy_");
-  REQUIRE(findings[1].site.source);
-  CHECK(findings[1].site.source->file.find("image_processor.py") != std::string::npos);
+  // Each costs the GPU only the idle while the host waited plus the refill to its next launch; what follows
+  // them is the pipeline's host work (host-bound-cpu-work), so the reporting thresholds are lowered here.
+  auto findings = run_rule(analysis, "sync-in-step", {{"min_idle_pct", 0}, {"min_saving_ms", 0}, {"min_saving_pct", 0}});
+  // (Also the scheduler's .item() and nonzero, 4 sites in all, each a few tens of µs of idle per step.)
+  REQUIRE(findings.size() == 4);
+  const Finding* device_sync = nullptr;
+  const Finding* copy = nullptr;
+  for (const Finding& finding : findings) {
+    if (finding.site.op == "hipDeviceSynchronize") device_sync = &finding;
+    if (finding.site.op == "aten::copy_") copy = &finding;
+  }
+  REQUIRE(device_sync != nullptr);
+  CHECK(device_sync->count_per_step == 2);
+  REQUIRE(copy != nullptr);
+  REQUIRE(copy->site.source);
+  CHECK(copy->site.source->file.find("image_processor.py") != std::string::npos);
 }

@@ -276,3 +276,16 @@ TEST_CASE("hostile: 200,000 nested CPU ops around an idle GPU are analysed in li
   CHECK(idle > 0);
   CHECK(timeline.events.parent[timeline.events.size() - 3] != ptadvise::kNone);
 }
+
+TEST_CASE("hostile: garbage lines full of unclosed braces are skipped in linear time") {
+  // Every line starts like an event and never closes: each one used to be scanned to the end of the
+  // input, quadratic in its size (a corrupt gzip stream inflates to such garbage; found by fuzz_pipeline).
+  std::string text = ops_trace(10, 1000, "");
+  std::string garbage;
+  for (int i = 0; i < 400000; ++i) garbage += "{[\n";
+  size_t at = text.find("\n", text.find("\"op4\"")) + 1;
+  Timeline timeline = load_ok(text.substr(0, at) + garbage + text.substr(at));
+  CHECK(timeline.events.size() == 10);
+  CHECK(timeline.stats.lost_bytes >= garbage.size());
+  CHECK(ptadvise::partial_trace_problem(timeline));
+}

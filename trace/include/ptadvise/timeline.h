@@ -105,6 +105,7 @@ struct DeviceInfo {
   int compute_major = -1;  // CUDA compute capability (never ROCm's gfx version); -1 when unknown
   int compute_minor = -1;
   bool compute_inferred = false;  // not in deviceProperties: from the architecture of the device's kernels
+  bool properties_borrowed = false;  // id not in deviceProperties: the listed devices' (all one model) details
   int64_t total_global_mem = 0;  // bytes, 0 when unknown
   int num_sms = 0;
 };

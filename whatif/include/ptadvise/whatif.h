@@ -112,6 +112,9 @@ struct TransformSpec {
   // host time only ("host"), or both (default).
   bool host = true;
   bool gpu = true;
+  // Which events it applies to: the selected events themselves, or the outermost CPU op each one runs
+  // under (`.cuda()` is aten::to with its copy and its sync inside).
+  enum class Scope : uint8_t { Event, OuterOp } scope = Scope::Event;
 };
 
 struct Fix {

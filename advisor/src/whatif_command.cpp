@@ -1,0 +1,122 @@
+// `ptadvise whatif TRACE [--apply RULE_OR_FINDING...]`: the measured, replayed and predicted step times
+// and the critical path before and after the chosen fixes (docs/WHATIF.md).
+#include <algorithm>
+#include <cctype>
+#include <ostream>
+#include <variant>
+
+#include "format.h"
+#include "json_doc.h"
+#include "ptadvise/advisor.h"
+#include "ptadvise/loader.h"
+#include "whatif_format.h"
+
+namespace ptadvise {
+namespace {
+
+std::string lower(std::string_view text) {
+  std::string out(text);
+  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return out;
+}
+
+bool matches(const Finding& finding, const std::string& wanted) {
+  const std::string w = lower(wanted);
+  return w == lower(finding.rule_id) || w == lower(finding.rule_name) || w == lower(finding.fingerprint);
+}
+
+void print_items(const std::vector<whatif::CriticalItem>& items, std::ostream& out) {
+  const size_t keep = std::min<size_t>(5, items.size());
+  for (size_t k = 0; k < keep; ++k) {
+    out << "      " << format::fixed(items[k].ms_per_step, 3) << " ms  " << whatif::to_string(items[k].category) << "  "
+        << items[k].name.substr(0, 100) << "\n";
+  }
+}
+
+void print_text(const std::string& path, const StepPrediction& p, const std::vector<Finding>& findings,
+                const std::vector<bool>& applied, std::ostream& out) {
+  out << "ptadvise whatif: " << path << "\n";
+  if (!p.available) {
+    out << "  no steady steps to replay\n";
+    return;
+  }
+  out << "  measured step:  " << format::fixed(p.measured_step_ms, 3) << " ms\n";
+  out << "  replayed step:  " << format::fixed(p.replayed_step_ms, 3) << " ms (the trace's dependency graph, unchanged)\n";
+  if (!p.discrepancy.empty()) out << "    " << p.discrepancy << "\n";
+  out << "  predicted step: " << format::fixed(p.predicted_step_ms, 3) << " ms with " << p.fixes_applied
+      << (p.fixes_applied == 1 ? " fix" : " fixes") << " applied together\n";
+  out << "  critical path before: " << format::critical_shares(p.critical_ms) << "\n";
+  print_items(p.critical_top, out);
+  out << "  critical path after:  " << format::critical_shares(p.critical_ms_fixed) << "\n";
+  print_items(p.critical_top_fixed, out);
+  out << "\n  findings (predicted step when fixed alone):\n";
+  for (size_t i = 0; i < findings.size(); ++i) {
+    const Finding& f = findings[i];
+    out << "    " << (applied[i] ? "[applied] " : "          ") << f.rule_id << " " << f.rule_name << " at "
+        << describe_site(f.site) << ": " << format::fixed(f.predicted_step_ms, 3) << " ms (saves "
+        << format::fixed(f.saving_ms_per_step, 3) << " ms, " << f.saving_basis << ")  " << f.fingerprint << "\n";
+  }
+}
+
+void print_json(const std::string& path, const StepPrediction& p, const std::vector<Finding>& findings,
+                const std::vector<bool>& applied, std::ostream& out) {
+  using jsondoc::Json;
+  using jsondoc::number;
+  Json list = Json::array();
+  for (size_t i = 0; i < findings.size(); ++i) {
+    const Finding& f = findings[i];
+    list.push_back({{"rule_id", f.rule_id},
+                    {"fingerprint", f.fingerprint},
+                    {"site", describe_site(f.site)},
+                    {"applied", static_cast<bool>(applied[i])},
+                    {"predicted_step_ms", number(f.predicted_step_ms, 3)},
+                    {"saving_ms_per_step", number(f.saving_ms_per_step, 3)},
+                    {"saving_basis", f.saving_basis}});
+  }
+  jsondoc::write(out, Json{{"path", path}, {"whatif", format::whatif_document(p)}, {"findings", std::move(list)}});
+}
+
+}  // namespace
+
+int run_whatif(const WhatifOptions& options, std::ostream& out, std::ostream& err) {
+  auto fail = [&err](const std::string& message) {
+    err << "ptadvise: error: " << message << "\n";
+    return 2;
+  };
+  if (options.format != "text" && options.format != "json") return fail("--format: expected text or json");
+  auto loaded_rules = load_rules({default_rules_directory()});
+  if (auto* error = std::get_if<RuleError>(&loaded_rules)) return fail(error->message);
+  const RuleSet& rules = std::get<RuleSet>(loaded_rules);
+  auto loaded = load_trace_file(options.trace);
+  if (auto* error = std::get_if<LoadError>(&loaded)) return fail(error->message);
+  const Timeline& timeline = std::get<Timeline>(loaded);
+  for (const std::string& warning : timeline.stats.warnings) err << "ptadvise: warning: " << warning << "\n";
+  Analysis analysis = analyze(timeline);
+  std::vector<Finding> findings = evaluate(rules, analysis);
+  rank_findings(findings);
+  std::vector<bool> applied(findings.size(), options.apply.empty());
+  for (const std::string& wanted : options.apply) {
+    bool found = false;
+    for (size_t i = 0; i < findings.size(); ++i) {
+      if (matches(findings[i], wanted)) applied[i] = found = true;
+    }
+    if (found) continue;
+    if (rules.find(wanted) != nullptr) return fail("--apply " + wanted + ": the rule reports nothing on this trace");
+    std::string hint = rules.closest(wanted);
+    return fail("--apply " + wanted + ": no rule id, rule name or finding fingerprint of this trace" +
+                (hint.empty() ? std::string() : " (did you mean " + hint + "?)"));
+  }
+  std::vector<Finding> chosen;
+  for (size_t i = 0; i < findings.size(); ++i) {
+    if (applied[i]) chosen.push_back(findings[i]);
+  }
+  StepPrediction prediction = predict_steps(analysis, chosen);
+  if (options.format == "json") {
+    print_json(timeline.path, prediction, findings, applied, out);
+  } else {
+    print_text(timeline.path, prediction, findings, applied, out);
+  }
+  return 0;
+}
+
+}  // namespace ptadvise
