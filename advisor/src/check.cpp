@@ -255,7 +255,7 @@ int run(const CheckOptions& options, std::ostream& out, std::ostream& err) {
     report.rules.push_back(std::move(info));
   }
   for (const auto& rule : job_rules.infos()) {
-    const auto& options_selected = std::get<EvaluateOptions>(selection);
+    const EvaluateOptions& options_selected = selection;
     if (std::find(options_selected.skip.begin(), options_selected.skip.end(), rule.id) != options_selected.skip.end()) continue;
     RuleInfo info = rule;
     auto severity = options_selected.severities.find(rule.id);

@@ -31,7 +31,7 @@ std::vector<Interval> host_waits(const Timeline& timeline, const NameClasses& na
     }
     if (waits_here) waits.push_back({events.ts_ns[e], events.end_ns(e)});
   }
-  merge_intervals(waits);
+  detail::merge_intervals(waits);
   return waits;
 }
 
@@ -42,7 +42,7 @@ void build_step_ledger(const Timeline& timeline, const NameClasses& names, Analy
   analysis.step_ledger.assign(steps.size(), {});
   std::vector<Interval> busy;
   for (const auto& device : analysis.busy) busy.insert(busy.end(), device.begin(), device.end());
-  merge_intervals(busy);
+  detail::merge_intervals(busy);
   const std::vector<Interval> waits = host_waits(timeline, names, analysis.main_track);
   // A trace without the launching thread's events (GPU-only exports) says nothing about the host: the bound
   // is then the GPU's busy time.
@@ -52,7 +52,7 @@ void build_step_ledger(const Timeline& timeline, const NameClasses& names, Analy
     StepLedger& ledger = analysis.step_ledger[k];
     const Interval window = analysis.step_windows[k];
     ledger.window_ns = std::max<int64_t>(0, window.end_ns - window.start_ns);
-    ledger.busy_ns = covered_ns(busy, window.start_ns, window.end_ns);
+    ledger.busy_ns = detail::covered_ns(busy, window.start_ns, window.end_ns);
     const int64_t host_start = steps[k].start_ns;
     const int64_t host_end = k + 1 < steps.size() ? steps[k + 1].start_ns : steps[k].end_ns;
     ledger.host_period_ns = std::max<int64_t>(0, host_end - host_start);
@@ -60,7 +60,7 @@ void build_step_ledger(const Timeline& timeline, const NameClasses& names, Analy
     auto it = std::lower_bound(waits.begin(), waits.end(), host_start,
                                [](const Interval& wait, int64_t t) { return wait.end_ns <= t; });
     for (; it != waits.end() && it->start_ns < host_end; ++it) {
-      ledger.host_wait_ns += covered_ns(busy, std::max(it->start_ns, host_start), std::min(it->end_ns, host_end));
+      ledger.host_wait_ns += detail::covered_ns(busy, std::max(it->start_ns, host_start), std::min(it->end_ns, host_end));
     }
     // The step cannot get shorter than the host's own work in it, nor by more than the GPU's busy time.
     const int64_t host_work = ledger.host_period_ns - ledger.host_wait_ns;
