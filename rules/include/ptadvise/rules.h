@@ -120,8 +120,9 @@ struct StepPrediction {
   int64_t origin_ns = 0;  // Timeline::file_origin_ns: span times + this are the file's own ts
 };
 
-// Replaces the saving of every finding whose rule declares a transform by measured - replayed with it
-// (saving_basis "replay"), and fills predicted_step_ms of every finding. evaluate() calls it.
+// Fills predicted_step_ms of every finding: the replay with its own fix alone when its rule declares a
+// transform (saving_basis "ledger+replay"), else the period minus its saving ("ledger"). The saving itself
+// stays the ledger's claim, so savings never count one nanosecond twice. evaluate() calls it.
 void predict_findings(const Analysis& analysis, std::vector<Finding>& findings);
 
 // The trace's replay: measured vs replayed step, the critical path, and the step predicted with the

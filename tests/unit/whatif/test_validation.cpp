@@ -120,7 +120,7 @@ TEST_CASE("whatif validation: resnet50 num_workers 0 -> 4, both shared sets") {
       if (f.rule_name == "data-loader-stall") loader = &f;
     }
     REQUIRE(loader != nullptr);
-    CHECK(loader->saving_basis == "replay");
+    CHECK(loader->saving_basis == "ledger+replay");
     CHECK(loader->predicted_step_ms == doctest::Approx(s.predicted_ms).epsilon(0.002));
     Measured twin = predict(shipped_rules(), after);
     CHECK(twin.measured_ms == doctest::Approx(s.twin_ms).epsilon(0.002));
