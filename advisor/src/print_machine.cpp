@@ -53,24 +53,12 @@ std::string finding_message(const Finding& f) {
 // never reach the log raw.
 std::string github_escape_data(std::string_view text) {
   std::string out;
-  char hex[8];
-  for (size_t i = 0; i < text.size(); ++i) {
-    const auto c = static_cast<unsigned char>(text[i]);
-    if (c == '%') {
-      out += "%25";
-    } else if (c == '\r') {
-      out += "%0D";
-    } else if (c == '\n') {
-      out += "%0A";
-    } else if (c < 0x20 || c == 0x7f) {
-      std::snprintf(hex, sizeof hex, "\\x%02X", c);
-      out += hex;
-    } else if (c == 0xC2 && i + 1 < text.size() && static_cast<unsigned char>(text[i + 1]) >= 0x80 &&
-               static_cast<unsigned char>(text[i + 1]) <= 0x9F) {
-      std::snprintf(hex, sizeof hex, "\\u%04X", static_cast<unsigned char>(text[++i]));  // C1 control
-      out += hex;
-    } else {
-      out += static_cast<char>(c);
+  for (char c : text) {
+    switch (c) {
+      case '%': out += "%25"; break;
+      case '\r': out += "%0D"; break;
+      case '\n': out += "%0A"; break;
+      default: out += c;
     }
   }
   // Other control characters are made visible: an ESC or NUL from a trace name must not reach the

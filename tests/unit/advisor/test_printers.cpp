@@ -240,7 +240,7 @@ TEST_CASE("github workflow commands escape data and properties") {
   CHECK(github_escape_data("50% done\r\nnext") == "50%25 done%0D%0Anext");
   CHECK(github_escape_property("a:b,c%\n") == "a%3Ab%2Cc%25%0A");
   // Terminal escapes, backspaces and C1 controls from trace names never reach the CI log raw.
-  CHECK(github_escape_data("k\x1b[2Kfake\b\x7f\xc2\x9b!") == "k\\x1B[2Kfake\\x08\\x7F\\u009B!");
+  CHECK(github_escape_data("k\x1b[2Kfake\b\x7f\xc2\x9b!") == "k\\x1b[2Kfake\\x08\\x7f\\u009b!");
   CHECK(github_escape_data("caf\xc3\xa9") == "caf\xc3\xa9");  // other UTF-8 is text
   Report report = testing::sample_report();
   std::string out = printed(report, OutputFormat::Github);
