@@ -158,18 +158,16 @@ std::vector<std::pair<OutputFormat, std::string>> parse_outputs(const CheckOptio
 
 int run(const CheckOptions& options, std::ostream& out, std::ostream& err) {
   Config config = effective_config(options);
-  auto loaded_rules = load_selected_rules(config);  // fails closed: no rule to run is an error
-  if (auto* error = std::get_if<ConfigError>(&loaded_rules)) throw Failure{error->message};
-  const RuleSet& rules = std::get<SelectedRules>(loaded_rules).rules;
   std::vector<std::string> directories{default_rules_directory()};
   directories.insert(directories.end(), config.rule_directories.begin(), config.rule_directories.end());
   auto loaded_job_rules = load_job_rules(directories);
   if (auto* error = std::get_if<JobRuleError>(&loaded_job_rules)) throw Failure{error->message};
   const JobRuleSet& job_rules = std::get<JobRuleSet>(loaded_job_rules);
   // Job rules are selected, ignored and overridden by the same configuration as the per-trace rules.
-  auto resolved = resolve_selection(config, rules, job_rules.infos());
-  if (auto* error = std::get_if<ConfigError>(&resolved)) throw Failure{error->message};
-  const EvaluateOptions selection = std::get<EvaluateOptions>(std::move(resolved));
+  auto loaded_rules = load_selected_rules(config, job_rules.infos());  // fails closed: no rule to run is an error
+  if (auto* error = std::get_if<ConfigError>(&loaded_rules)) throw Failure{error->message};
+  const RuleSet& rules = std::get<SelectedRules>(loaded_rules).rules;
+  const EvaluateOptions& selection = std::get<SelectedRules>(loaded_rules).selection;
   if (options.show_config) {
     validate_config_paths(config);  // what is printed is what a run would use, so it must load
     print_config(config, out);

@@ -23,21 +23,23 @@ std::variant<RuleSet, ConfigError> load_rule_set(const std::vector<std::string>&
   return std::move(rules);
 }
 
-std::variant<SelectedRules, ConfigError> load_selected_rules(const Config& config) {
+std::variant<SelectedRules, ConfigError> load_selected_rules(const Config& config,
+                                                             const std::vector<RuleInfo>& job_rules) {
   auto loaded = load_rule_set(config.rule_directories);
   if (auto* error = std::get_if<ConfigError>(&loaded)) return *error;
   SelectedRules selected{std::move(std::get<RuleSet>(loaded)), {}, 0};
-  auto selection = resolve_selection(config, selected.rules);
+  auto selection = resolve_selection(config, selected.rules, job_rules);
   if (auto* error = std::get_if<ConfigError>(&selection)) return *error;
   selected.selection = std::move(std::get<EvaluateOptions>(selection));
   const auto& skip = selected.selection.skip;
-  selected.selected_count = static_cast<size_t>(std::count_if(
-      selected.rules.infos().begin(), selected.rules.infos().end(),
-      [&](const RuleInfo& rule) { return std::find(skip.begin(), skip.end(), rule.id) == skip.end(); }));
+  auto kept = [&](const RuleInfo& rule) { return std::find(skip.begin(), skip.end(), rule.id) == skip.end(); };
+  selected.selected_count =
+      static_cast<size_t>(std::count_if(selected.rules.infos().begin(), selected.rules.infos().end(), kept) +
+                          std::count_if(job_rules.begin(), job_rules.end(), kept));
   if (selected.selected_count == 0) {
     return ConfigError{"no rule to run: select, extend-select and ignore (" +
                        (config.path.empty() ? std::string("command line") : config.path + " and command line") +
-                       ") leave none of the " + std::to_string(selected.rules.infos().size()) + " rules"};
+                       ") leave none of the " + std::to_string(selected.rules.infos().size() + job_rules.size()) + " rules"};
   }
   return selected;
 }

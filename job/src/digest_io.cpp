@@ -59,6 +59,8 @@ json finding_json(const Finding& f) {
               {"saving_ms_per_step", f.saving_ms_per_step},
               {"saving_pct", f.saving_pct},
               {"saving_method", f.saving_method},
+              {"saving_basis", f.saving_basis},
+              {"predicted_step_ms", f.predicted_step_ms},
               {"confidence", std::string(to_string(f.confidence))},
               {"trace_path", f.trace_path},
               {"ranks", f.ranks}};
@@ -104,6 +106,8 @@ Finding finding_from(const json& j) {
   f.saving_ms_per_step = j.at("saving_ms_per_step").get<double>();
   f.saving_pct = j.at("saving_pct").get<double>();
   f.saving_method = j.at("saving_method").get<std::string>();
+  f.saving_basis = j.value("saving_basis", std::string("ledger"));
+  f.predicted_step_ms = j.value("predicted_step_ms", 0.0);
   const std::string confidence = j.at("confidence").get<std::string>();
   f.confidence = confidence == "low" ? Confidence::Low : confidence == "high" ? Confidence::High : Confidence::Medium;
   f.trace_path = j.at("trace_path").get<std::string>();

@@ -106,7 +106,9 @@ struct SelectedRules {
 };
 // load_rule_set(config.rule_directories) and resolve_selection(config); also a ConfigError when the
 // selection leaves no rule to run.
-std::variant<SelectedRules, ConfigError> load_selected_rules(const Config& config);
+// `job_rules`: the job-scope rules (job/), selectable by the same configuration.
+std::variant<SelectedRules, ConfigError> load_selected_rules(const Config& config,
+                                                             const std::vector<RuleInfo>& job_rules = {});
 
 // ---------------------------------------------------------------------------------------------------
 // Inline suppressions: `# ptadvise: ignore[PTA101, item-sync-in-step]` or a bare `# ptadvise: ignore`

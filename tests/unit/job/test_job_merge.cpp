@@ -114,7 +114,9 @@ TEST_CASE("job: merging 64 ranks' digests gives the job findings of checking the
   const std::string job_a = job_findings(a), job_b = job_findings(b);
   CHECK(job_a == job_b);
   CHECK(job_a.find("\"rule_id\": \"PTA202\"") != std::string::npos);
-  CHECK(job_a.find("\"ranks\": [17]") != std::string::npos);
+  std::string compact = job_a;
+  std::erase_if(compact, [](char c) { return c == ' ' || c == '\n'; });
+  CHECK(compact.find("\"ranks\":[17]") != std::string::npos);
   CHECK(a.find("\"aligned_collectives\": 4") != std::string::npos);
   CHECK(b.find("\"aligned_collectives\": 4") != std::string::npos);
   // Each digest is a few KB.
