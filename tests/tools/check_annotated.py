@@ -30,7 +30,8 @@ for event in events:
         continue
     by_name.setdefault(event.get("name"), []).append((float(event["ts"]), float(event.get("dur", 0))))
 
-markers = [e for e in events if e.get("pid") == FINDINGS_PID and e.get("ph") == "X"]
+# Finding markers only: the critical path (cat ptadvise.critical_path) shares the process but not the evidence.
+markers = [e for e in events if e.get("pid") == FINDINGS_PID and e.get("ph") == "X" and e.get("cat") == "ptadvise"]
 report = json.load(open(report_path))
 evidence_count = sum(len(f["evidence"]) for t in report["traces"] for f in t["findings"])
 if len(markers) != evidence_count:
