@@ -3,6 +3,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <iomanip>
@@ -24,10 +25,14 @@ namespace {
 std::string rule_set_version() {
   auto loaded = load_rule_set({});
   if (auto* error = std::get_if<ConfigError>(&loaded)) return "not loaded: " + error->message;
-  const auto& rules = std::get<RuleSet>(loaded);
+  std::vector<RuleInfo> infos = std::get<RuleSet>(loaded).infos();
   std::filesystem::path directory = default_rules_directory();
+  auto job_rules = load_job_rules({directory.string()});  // the job-scope rules ship in the same directory
+  if (auto* error = std::get_if<JobRuleError>(&job_rules)) return "not loaded: " + error->message;
+  for (const RuleInfo& rule : std::get<JobRuleSet>(job_rules).infos()) infos.push_back(rule);
+  std::sort(infos.begin(), infos.end(), [](const RuleInfo& a, const RuleInfo& b) { return a.file < b.file; });
   uint32_t crc = 0;
-  for (const RuleInfo& rule : rules.infos()) {
+  for (const RuleInfo& rule : infos) {
     std::string name = std::filesystem::path(rule.file).lexically_relative(directory).generic_string();
     std::ifstream in(rule.file, std::ios::binary);
     std::string content((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
@@ -35,7 +40,7 @@ std::string rule_set_version() {
     crc = libdeflate_crc32(crc, content.data(), content.size());
   }
   std::ostringstream text;
-  text << rules.infos().size() << " rules, crc32 " << std::hex << std::setw(8) << std::setfill('0') << crc << " ("
+  text << infos.size() << " rules, crc32 " << std::hex << std::setw(8) << std::setfill('0') << crc << " ("
        << directory.string() << ")";
   return text.str();
 }
