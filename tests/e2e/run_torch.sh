@@ -49,7 +49,7 @@ grep -q "PTA106" "$work/stdout" || fail "no PTA106 (data-loader-stall) finding"
 grep -q "PTA112" "$work/stdout" || fail "no PTA112 (anomaly-detection-enabled) finding"
 
 # The loss module built in every step: its constructor, at the user's line, from a recording with stacks.
-"$ptadvise" run --out "$work/loss" --capture torch --skip-steps 2 --steps 3 -- \
+COLUMNS=1000 "$ptadvise" run --out "$work/loss" --capture torch --skip-steps 2 --steps 3 -- \
   "$python" "$here/loss_built_in_step.py" >"$work/stdout" 2>"$work/stderr"
 code=$?
 cat "$work/stdout" "$work/stderr"
