@@ -190,6 +190,7 @@ std::vector<TraceReport> assemble_jobs(std::vector<TraceReport> traces, const st
         if (m == group.members.front()) {
           Finding folded = *it;
           folded.message += " (on all " + std::to_string(group.members.size()) + " ranks)";
+          if (!folded.short_message.empty()) folded.short_message += " (all " + std::to_string(group.members.size()) + " ranks)";
           for (size_t other : group.members) folded.ranks.push_back(traces[other].rank.value_or(-1));
           folded.trace_path = group.name;
           folded.trace_rank.reset();
