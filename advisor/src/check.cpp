@@ -387,7 +387,7 @@ int diff(const DiffOptions& options, std::ostream& out, std::ostream& err) {
   } else if (options.format == "markdown") {
     print_diff_markdown(report, out);
   } else {
-    print_diff_text(report, out);
+    print_diff_text(report, out, text_width(out));
   }
   out.flush();
   return report.regressed() ? kFailing : kClean;

@@ -351,7 +351,8 @@ std::map<std::string, double> cpu_op_ms_per_step(const Analysis& analysis);
 
 DiffReport diff_analyses(const Analysis& base, std::vector<Finding> base_findings, const Analysis& next,
                          std::vector<Finding> next_findings, size_t top_n = 10);
-void print_diff_text(const DiffReport& diff, std::ostream& out);
+// Lines fit `width` columns: long names lose their middle ("…"), numbers are never cut.
+void print_diff_text(const DiffReport& diff, std::ostream& out, size_t width = 80);
 void print_diff_json(const DiffReport& diff, std::ostream& out);
 void print_diff_markdown(const DiffReport& diff, std::ostream& out);
 
