@@ -68,6 +68,8 @@ json finding_json(const Finding& f) {
               {"trace_path", f.trace_path},
               {"ranks", f.ranks}};
   if (f.trace_rank) out["trace_rank"] = *f.trace_rank;
+  if (!f.short_message.empty()) out["short_message"] = f.short_message;
+  if (!f.short_fix.empty()) out["short_fix"] = f.short_fix;
   return out;
 }
 
@@ -91,6 +93,8 @@ Finding finding_from(const json& j) {
   }
   f.message = j.at("message").get<std::string>();
   f.fix = j.at("fix").get<std::string>();
+  f.short_message = j.value("short_message", std::string());  // optional: digests of older versions lack them
+  f.short_fix = j.value("short_fix", std::string());
   for (const auto& e : j.at("evidence")) {
     Evidence evidence;
     const int64_t step = e.at("step").get<int64_t>();
