@@ -15,7 +15,10 @@ namespace {
 using nlohmann::json;
 
 constexpr const char* kFormat = "ptadvise-rank-digest";
-constexpr int kVersion = 1;
+constexpr int kVersion = 1;  // the layout merge reads
+// The published schema (schemas/digest.schema.json), versioned like the other JSON outputs
+// (advisor/include/ptadvise/schema_versions.h): MINOR grows when fields are added.
+constexpr const char* kSchemaVersion = "1.0";
 
 struct Invalid {
   std::string message;
@@ -146,6 +149,7 @@ void write_digest(const RankDigest& d, std::ostream& out) {
   for (const auto& [rule, why] : d.coverage.not_run) not_run.push_back({rule, why});
   json doc = {{"format", kFormat},
               {"version", kVersion},
+              {"schema_version", kSchemaVersion},
               {"path", d.path},
               {"rank", d.rank ? json(*d.rank) : json(nullptr)},
               {"rank_from_trace", d.rank_from_trace},

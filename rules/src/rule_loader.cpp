@@ -171,6 +171,8 @@ const std::map<std::string, IdleCause, std::less<>>& cause_names() {
       {"launch-bound", IdleCause::LaunchBound},
       {"cpu-work", IdleCause::CpuWork},
       {"untraced", IdleCause::Untraced},
+      {"graph-capture", IdleCause::GraphCapture},
+      {"external-wait", IdleCause::ExternalWait},
   };
   return names;
 }
@@ -803,19 +805,27 @@ class RuleCompiler {
     check_cycles(rule);
   }
 
-  // A list of idle causes (or `any`) as bits of 1 << IdleCause.
+  // A list of idle causes (or `any`) as bits of 1 << IdleCause. `any` is every cause with something to
+  // recover in the traced program: graph-capture (the GPU idles by design while graphs are recorded) and
+  // external-wait (the host waits for work the trace does not show) only when named.
+  static uint32_t any_cause_bits() {
+    return ~0u & ~(1u << static_cast<unsigned>(IdleCause::GraphCapture)) &
+           ~(1u << static_cast<unsigned>(IdleCause::ExternalWait));
+  }
+
   uint32_t compile_causes(const YAML::Node& causes, const std::string& key) {
     uint32_t bits = 0;
     std::vector<std::string> names = r_.strings(causes, key);
     for (size_t i = 0; i < names.size(); ++i) {
       if (names[i] == "any") {
-        bits = ~0u;
+        bits |= any_cause_bits();
         continue;
       }
       auto found = cause_names().find(names[i]);
       if (found == cause_names().end()) {
         r_.fail(causes.IsSequence() ? causes[i] : causes, key,
-                "unknown idle cause '" + names[i] + "'; expected any, sync, data-loader, launch-bound, cpu-work or untraced");
+                "unknown idle cause '" + names[i] +
+                    "'; expected any, sync, data-loader, launch-bound, cpu-work, untraced, graph-capture or external-wait");
       }
       bits |= 1u << static_cast<unsigned>(found->second);
     }
@@ -832,7 +842,7 @@ class RuleCompiler {
     if (auto causes = value["causes"]) {
       metric.idle_causes = compile_causes(causes, key + ".causes");
     } else {
-      metric.idle_causes = ~0u;
+      metric.idle_causes = any_cause_bits();
     }
     if (auto culprits = value["culprits"]) {
       std::string name = r_.scalar(culprits, key + ".culprits");
