@@ -58,16 +58,6 @@ void wrapped(std::ostream& out, const std::string& prefix, size_t prefix_columns
   out << "\n";
 }
 
-std::string elide_middle(const std::string& text, size_t limit) {
-  std::vector<size_t> starts;  // byte offset of each code point
-  for (size_t i = 0; i < text.size(); ++i) {
-    if ((static_cast<unsigned char>(text[i]) & 0xC0) != 0x80) starts.push_back(i);
-  }
-  if (starts.size() <= limit || limit < 3) return text;
-  const size_t head = (limit - 1) / 2, tail = limit - 1 - head;
-  return text.substr(0, starts[head]) + "\u2026" + text.substr(starts[starts.size() - tail]);
-}
-
 size_t wrapped_lines(size_t prefix_columns, std::string_view body, size_t width, size_t indent) {
   std::ostringstream out;
   wrapped(out, std::string(prefix_columns, ' '), prefix_columns, body, width, indent);
