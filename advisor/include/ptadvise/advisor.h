@@ -12,6 +12,7 @@
 #include "ptadvise/analysis.h"
 #include "ptadvise/finding.h"
 #include "ptadvise/job.h"
+#include "ptadvise/loader.h"
 #include "ptadvise/rules.h"
 
 namespace ptadvise {
@@ -280,6 +281,11 @@ std::optional<AnnotateError> write_annotated_trace(const std::string& trace_path
                                                    const StepPrediction* prediction = nullptr);
 // The JSON events (comma-separated, no brackets) that write_annotated_trace splices in.
 std::string annotation_events(const std::vector<Finding>& findings, const StepPrediction* prediction = nullptr);
+
+// ---------------------------------------------------------------------------------------------------
+// load_traces with a progress line on stderr (traces loaded, bytes parsed, rate, time left) when loading
+// takes more than a second and stderr is a terminal; for `summary`, `diff` and `whatif` (docs/CI.md).
+std::variant<std::vector<Timeline>, LoadError> load_traces_with_progress(const std::vector<std::string>& paths);
 
 // ---------------------------------------------------------------------------------------------------
 // The `check` pipeline as a library call, shared by `ptadvise check` and `ptadvise run`.
