@@ -392,3 +392,14 @@ TEST_CASE("check: every format says which rules could not check a CPU-only trace
   CHECK(junit.out.find("skipped=\"14\"") != std::string::npos);
   CHECK(junit.out.find("<skipped message=\"could not check this trace: no GPU activity\" />") != std::string::npos);
 }
+
+TEST_CASE("check: the README's example of the text report is what check prints") {
+  const std::string readme = read_file(PTADVISE_SOURCE_DIR "/README.md");
+  const size_t start = readme.find("```text\n");
+  REQUIRE(start != std::string::npos);
+  const size_t end = readme.find("```", start + 8);
+  const std::string shown = readme.substr(start + 8, end - start - 8);
+  Run run = ptadvise_cli("check --exit-zero testdata/example_trace.json", PTADVISE_SOURCE_DIR, "COLUMNS=80");
+  CHECK(run.exit_code == 0);
+  CHECK(run.out == shown);
+}
