@@ -266,7 +266,7 @@ TEST_CASE("scenario 17: 39.2 GB of a 42.3 GB A100 allocated at the peak") {
 TEST_CASE("scenario 18: the first recorded step is the warm-up step") {
   CheckedTrace trace = check_scenario("18_warmup_in_profiled_window");
   const Finding& warmup = only(trace, "PTA120");
-  CHECK(warmup.message.find("first 1 profiled step(s) take 12.6 ms in all, 3.07 times the steady period of 4.09 ms") !=
+  CHECK(warmup.message.find("profiled window: 1, taking 12.6 ms in all, 3.07 times the steady period of 4.09 ms") !=
         std::string::npos);
   CHECK(warmup.saving_ms_per_step == 0.0);
 }
