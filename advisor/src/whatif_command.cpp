@@ -92,7 +92,11 @@ int run_whatif(const WhatifOptions& options, std::ostream& out, std::ostream& er
   const Timeline& timeline = std::get<Timeline>(loaded);
   for (const std::string& warning : timeline.stats.warnings) err << "ptadvise: warning: " << warning << "\n";
   Analysis analysis = analyze(timeline);
-  std::vector<Finding> findings = evaluate(rules, analysis);
+  EvaluateOptions evaluate_options;
+  evaluate_options.predict = false;  // one graph below serves every finding and the trace
+  std::vector<Finding> findings = evaluate(rules, analysis, evaluate_options);
+  const WhatIf whatif(analysis);
+  whatif.predict_findings(findings);
   rank_findings(findings);
   std::vector<bool> applied(findings.size(), options.apply.empty());
   for (const std::string& wanted : options.apply) {
@@ -110,7 +114,7 @@ int run_whatif(const WhatifOptions& options, std::ostream& out, std::ostream& er
   for (size_t i = 0; i < findings.size(); ++i) {
     if (applied[i]) chosen.push_back(findings[i]);
   }
-  StepPrediction prediction = predict_steps(analysis, chosen);
+  StepPrediction prediction = whatif.predict_steps(chosen);
   if (options.format == "json") {
     print_json(timeline.path, prediction, findings, applied, out);
   } else {
