@@ -40,7 +40,7 @@ const Pair kPairs[] = {
     {"09_blocking_batch_copy", "09_blocking_batch_copy_fixed", 4.191, true},
     {"10_single_tensor_optimizer", "10_single_tensor_optimizer_fixed", 4.139, true},
     {"11_conv_bias_before_batchnorm", "11_conv_bias_before_batchnorm_fixed", 4.272, true},
-    {"12_empty_cache_every_step", "12_empty_cache_every_step_fixed", 4.094, true},
+    {"12_empty_cache_every_step", "12_empty_cache_every_step_fixed", 4.199, true},
     {"13_cuda_launch_blocking", "13_cuda_launch_blocking_fixed", 4.081, true},
     {"14_fp32_matmul_without_tf32", "14_fp32_matmul_without_tf32_fixed", 8.339, false},  // as 08
     {"15_half_dims_not_multiple_of_8", "15_half_dims_not_multiple_of_8_fixed", 4.089, true},
@@ -49,7 +49,9 @@ const Pair kPairs[] = {
     {"17_gpu_memory_nearly_full", "17_gpu_memory_nearly_full_fixed", 4.089, true},
     {"18_warmup_in_profiled_window", "18_warmup_in_profiled_window_fixed", 4.090, true},
     {"19_detect_anomaly", "19_detect_anomaly_fixed", 4.129, true},
-    {"20_cpu_preprocess_in_step", "20_cpu_preprocess_in_step_fixed", 4.494, true},
+    // host-bound-cpu-work declares no transform (its selection is wider than what the fix moves): the
+    // replay of all fixes does not include it.
+    {"20_cpu_preprocess_in_step", "20_cpu_preprocess_in_step_fixed", 6.917, false},
 };
 
 struct Measured {
@@ -90,7 +92,7 @@ TEST_CASE("whatif validation: scenario traces predicted against their fixed twin
     CHECK((error <= 0.10) == pair.within_10_pct);
     if (error <= 0.10) ++close;
   }
-  CHECK(close == 17);
+  CHECK(close == 16);
 }
 
 TEST_CASE("whatif validation: resnet50 num_workers 0 -> 4, both shared sets") {
