@@ -5,6 +5,7 @@
 #include <atomic>
 #include <filesystem>
 #include <map>
+#include <mutex>
 #include <set>
 #include <thread>
 
@@ -14,9 +15,9 @@ namespace ptadvise::check_detail {
 
 namespace {
 
-RankResult check_file(const std::string& path, const RankCheck& check) {
+RankResult check_file(const std::string& path, const RankCheck& check, const LoadOptions& load) {
   RankResult result;
-  auto loaded = load_trace_file(path);
+  auto loaded = load_trace_file(path, load);
   if (auto* error = std::get_if<LoadError>(&loaded)) {
     result.error = error->message;
     return result;
@@ -96,15 +97,35 @@ std::vector<RankResult> check_files(const std::vector<std::string>& files, const
   std::vector<RankResult> results(files.size());
   if (threads == 0) threads = std::max(1u, std::thread::hardware_concurrency());
   threads = static_cast<unsigned>(std::min<size_t>(threads, files.size()));
-  std::atomic<size_t> next{0}, done{0};
-  std::atomic<uint64_t> bytes{0};
-  progress.start("checking", files.size() == 1 ? "trace" : "traces", files.size());
+  std::atomic<size_t> next{0};
+  // Progress in bytes of the files as stored: a file being parsed counts the share of it parsed so far.
+  std::vector<uint64_t> file_bytes(files.size(), 0), bytes_read(files.size(), 0);
+  uint64_t total_bytes = 0;
+  for (size_t i = 0; i < files.size(); ++i) {
+    std::error_code ec;
+    const auto size = std::filesystem::file_size(files[i], ec);
+    file_bytes[i] = ec ? 0 : size;
+    total_bytes += file_bytes[i];
+  }
+  std::mutex counting;
+  size_t done = 0;
+  uint64_t bytes_done = 0;
+  auto advance = [&](size_t i, uint64_t read, bool finished) {
+    std::lock_guard lock(counting);
+    bytes_done += read - std::min(read, bytes_read[i]);
+    bytes_read[i] = std::max(bytes_read[i], read);
+    if (finished) ++done;
+    progress.update(done, bytes_done);
+  };
+  progress.start("checking", files.size() == 1 ? "trace" : "traces", files.size(), total_bytes);
   auto work = [&] {
     for (size_t i = next++; i < files.size(); i = next++) {
-      results[i] = check_file(files[i], check);
-      std::error_code ec;
-      const auto size = std::filesystem::file_size(files[i], ec);
-      progress.update(++done, files.size(), bytes += ec ? 0 : size);
+      LoadOptions load;
+      load.on_bytes_parsed = [&, i](uint64_t parsed, uint64_t size) {
+        if (size > 0) advance(i, static_cast<uint64_t>(static_cast<double>(file_bytes[i]) * parsed / size), false);
+      };
+      results[i] = check_file(files[i], check, load);
+      advance(i, file_bytes[i], true);
     }
   };
   if (threads <= 1) {
@@ -199,6 +220,7 @@ std::vector<TraceReport> assemble_jobs(std::vector<TraceReport> traces, const st
         if (m == group.members.front()) {
           Finding folded = *it;
           folded.message += " (on all " + std::to_string(group.members.size()) + " ranks)";
+          if (!folded.short_message.empty()) folded.short_message += " (all " + std::to_string(group.members.size()) + " ranks)";
           for (size_t other : group.members) folded.ranks.push_back(traces[other].rank.value_or(-1));
           folded.trace_path = group.name;
           folded.trace_rank.reset();

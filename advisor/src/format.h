@@ -3,6 +3,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <string>
@@ -18,6 +19,20 @@ inline std::string fixed(double value, int decimals) {
   if (!std::isfinite(value)) value = 0;
   std::string text = fmt::format("{:.{}f}", value, decimals);
   if (text[0] == '-' && text.find_first_not_of("-0.") == std::string::npos) text.erase(0, 1);  // "-0.000" reads as a mistake
+  return text;
+}
+
+// Three significant digits for a figure people read ("53.2", "1.87", "0.000123"; whole numbers as they
+// are): the precision the rules' messages use, never scientific notation.
+inline std::string short_number(double value) {
+  if (!std::isfinite(value)) value = 0;
+  const double magnitude = std::fabs(value);
+  if (magnitude >= 100 || value == std::floor(value)) return fixed(value, 0);
+  if (magnitude >= 10) return fixed(value, 1);
+  if (magnitude >= 0.1) return fixed(value, 2);
+  std::string text = fixed(value, std::min(12, 2 - static_cast<int>(std::floor(std::log10(magnitude)))));
+  while (text.back() == '0') text.pop_back();
+  if (text.back() == '.') text.pop_back();
   return text;
 }
 

@@ -2,8 +2,10 @@
 #include "print_job.h"
 
 #include <algorithm>
+#include <vector>
 
 #include "format.h"
+#include "text_layout.h"
 
 namespace ptadvise::job_print {
 
@@ -33,24 +35,33 @@ std::string pad(std::string text, size_t width) {
 
 }  // namespace
 
-void text(const JobTable& job, std::ostream& out) {
-  out << "  job: " << alignment_line(job) << "\n";
+void text(const JobTable& job, std::ostream& out, size_t width) {
+  text::wrapped(out, "  job: ", 7, alignment_line(job), width, 4);
   out << "  per rank, ms per step:\n";
-  const char* headers[] = {"rank", "step", "compute", "comm", "exposed", "overlap%", "wait", "loader", "idle", "last%"};
-  out << "   ";
-  for (const char* h : headers) out << pad(h, 9);
-  out << "\n";
+  std::vector<std::vector<std::string>> table = {
+      {"rank", "step", "compute", "comm", "exposed", "overlap%", "wait", "loader", "idle", "last%"}};
   for (const auto& row : job.rows) {
-    out << "   " << pad(std::to_string(row.rank), 9) << pad(fixed(row.step_ms, 2), 9) << pad(fixed(row.compute_ms, 2), 9)
-        << pad(fixed(row.communication_ms, 2), 9) << pad(fixed(row.exposed_comm_ms, 2), 9)
-        << pad(fixed(row.overlap_pct, 1), 9) << pad(fixed(row.wait_ms, 2), 9) << pad(fixed(row.data_loader_ms, 2), 9)
-        << pad(fixed(row.idle_ms, 2), 9) << pad(fixed(row.last_pct, 0), 9) << "\n";
+    table.push_back({std::to_string(row.rank), fixed(row.step_ms, 2), fixed(row.compute_ms, 2),
+                     fixed(row.communication_ms, 2), fixed(row.exposed_comm_ms, 2), fixed(row.overlap_pct, 1),
+                     fixed(row.wait_ms, 2), fixed(row.data_loader_ms, 2), fixed(row.idle_ms, 2), fixed(row.last_pct, 0)});
+  }
+  std::vector<size_t> widths(table.front().size(), 0);
+  for (const auto& cells : table) {
+    for (size_t c = 0; c < cells.size(); ++c) widths[c] = std::max(widths[c], cells[c].size() + (c == 0 ? 0 : 2));
+  }
+  for (const auto& cells : table) {
+    out << "    ";
+    for (size_t c = 0; c < cells.size(); ++c) out << pad(cells[c], widths[c]);
+    out << "\n";
   }
   if (!job.worst.empty()) {
     out << "  largest arrival skew:\n";
     for (const auto& s : job.worst) {
-      out << "    " << s.collective << " #" << s.order << " of step " << s.step << ": skew " << fixed(s.skew_ms, 3)
-          << " ms, last rank " << s.last_rank << ", the others waited " << fixed(s.wait_ms, 3) << " ms in total\n";
+      text::wrapped(out, "    ", 4,
+                    s.collective + " #" + std::to_string(s.order) + " of step " + std::to_string(s.step) + ": skew " +
+                        format::short_number(s.skew_ms) + " ms, last rank " + std::to_string(s.last_rank) +
+                        ", the others waited " + format::short_number(s.wait_ms) + " ms",
+                    width, 6);
     }
   }
   out << "\n";

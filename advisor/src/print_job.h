@@ -10,7 +10,8 @@
 
 namespace ptadvise::job_print {
 
-void text(const JobTable& job, std::ostream& out);
+// Lines fit `width` columns (the table's columns are as wide as their widest cell).
+void text(const JobTable& job, std::ostream& out, size_t width);
 void markdown(const JobTable& job, std::ostream& out);
 // The "job" object of the JSON report.
 jsondoc::Json document(const JobTable& job);

@@ -1,12 +1,12 @@
 // The terminal report. Lines are wrapped to the terminal width (words move to the next line, nothing is
 // cut); text that comes from the trace passes through format::visible so control characters never reach
-// the terminal raw; colours are {fmt}'s text styles.
-#include <fmt/color.h>
-
+// the terminal raw; colours are {fmt}'s text styles. The default layout of a finding is in
+// print_text_finding.cpp.
 #include <ostream>
 
 #include "format.h"
 #include "print_job.h"
+#include "text_layout.h"
 #include "whatif_format.h"
 #include "ptadvise/advisor.h"
 
@@ -16,78 +16,8 @@ namespace {
 
 using format::fixed;
 using format::visible;
-
-struct Palette {
-  bool on = false;
-  std::string paint(std::string_view text, fmt::text_style style) const {
-    if (!on) return std::string(text);
-    return fmt::format(style, "{}", text);
-  }
-  std::string severity(Severity s) const {
-    auto color = s == Severity::Error ? fmt::terminal_color::red
-                 : s == Severity::Warning ? fmt::terminal_color::yellow
-                                          : fmt::terminal_color::cyan;
-    return paint(to_string(s), fmt::emphasis::bold | fmt::fg(color));
-  }
-  std::string bold(std::string_view text) const { return paint(text, fmt::emphasis::bold); }
-  std::string blue(std::string_view text) const { return paint(text, fmt::emphasis::bold | fmt::fg(fmt::terminal_color::blue)); }
-  std::string green(std::string_view text) const { return paint(text, fmt::emphasis::bold | fmt::fg(fmt::terminal_color::green)); }
-};
-
-// Columns a UTF-8 string takes (one per code point; the names we print are not wide characters).
-size_t columns(std::string_view text) {
-  size_t n = 0;
-  for (char c : text) n += (static_cast<unsigned char>(c) & 0xC0) != 0x80 ? 1 : 0;
-  return n;
-}
-
-// Writes `prefix` (already painted; `prefix_columns` wide) and `body` wrapped at spaces to `width`
-// columns; continuation lines start with `indent` spaces. A word longer than a whole line is split
-// between characters rather than cut.
-void wrapped(std::ostream& out, const std::string& prefix, size_t prefix_columns, std::string_view body,
-             size_t width, size_t indent) {
-  out << prefix;
-  size_t column = prefix_columns;
-  const size_t min_room = 20;  // never wrap into a sliver
-  width = std::max(width, indent + min_room);
-  size_t pos = 0;
-  bool line_start = true;
-  while (pos < body.size()) {
-    size_t space = body.find(' ', pos);
-    std::string_view word = body.substr(pos, space == std::string_view::npos ? std::string_view::npos : space - pos);
-    pos = space == std::string_view::npos ? body.size() : space + 1;
-    if (word.empty()) continue;
-    size_t word_columns = columns(word);
-    const bool fits_next_line = indent + word_columns <= width;
-    if ((!line_start && column + 1 + word_columns > width) ||
-        (line_start && column > indent && column + word_columns > width && fits_next_line)) {
-      out << "\n" << std::string(indent, ' ');
-      column = indent;
-      line_start = true;
-    }
-    if (!line_start) {
-      out << ' ';
-      ++column;
-    }
-    // A word wider than the room left on an empty line: split it over lines.
-    while (column + word_columns > width && width > column) {
-      size_t room = width - column, taken = 0, bytes = 0;
-      while (bytes < word.size() && taken < room) {
-        ++bytes;
-        while (bytes < word.size() && (static_cast<unsigned char>(word[bytes]) & 0xC0) == 0x80) ++bytes;
-        ++taken;
-      }
-      out << word.substr(0, bytes) << "\n" << std::string(indent, ' ');
-      word.remove_prefix(bytes);
-      word_columns -= taken;
-      column = indent;
-    }
-    out << word;
-    column += word_columns;
-    line_start = false;
-  }
-  out << "\n";
-}
+using text::Palette;
+using text::wrapped;
 
 std::string pct_of_step(double ms, double step_ms) {
   if (step_ms <= 0) return "n/a";
@@ -118,23 +48,25 @@ size_t accepted_count(const TraceReport& trace) {
 
 void print_trace_header(const TraceReport& trace, std::ostream& out, const Palette& p, size_t width) {
   wrapped(out, p.bold("ptadvise:") + " ", 10, visible(format::trace_label(trace)), width, 4);
-  std::string line;
-  if (!trace.device.empty()) line += visible(trace.device) + ", ";
-  line += std::to_string(trace.step_count) + (trace.step_count == 1 ? " step" : " steps");
-  if (!trace.step_note.empty()) line += " (" + visible(trace.step_note) + ")";
-  line += ", step time " + fixed(trace.step_ms, 3) + " ms, ";
-  line += trace.has_gpu ? "GPU busy " + fixed(trace.gpu_busy_pct, 1) + "%" : "no GPU activity in the trace";
+  // One fact per line, so that each fits 80 columns: the steps, where the GPU's time goes, what was
+  // checked, what is recoverable.
+  std::string steps;
+  if (!trace.device.empty()) steps += visible(trace.device) + ", ";
+  steps += std::to_string(trace.step_count) + (trace.step_count == 1 ? " step of " : " steps of ") +
+           fixed(trace.step_ms, 3) + " ms";
+  if (!trace.step_note.empty()) steps += " (" + visible(trace.step_note) + ")";
+  wrapped(out, "  ", 2, steps, width, 4);
+  std::string busy = trace.has_gpu ? "GPU busy " + fixed(trace.gpu_busy_pct, 1) + "%" : "no GPU activity in the trace";
   if (trace.has_gpu && trace.summary) {  // a waiting GPU is not a busy one: communication and copies apart
-    line += " (compute " + fixed(trace.summary->compute_busy_pct, 1) + "%, communication " +
-            fixed(trace.summary->communication_pct, 1) + "%, copies " + fixed(trace.summary->copy_pct, 1) + "%)";
+    busy += ": compute " + fixed(trace.summary->compute_busy_pct, 1) + "%, communication " +
+            fixed(trace.summary->communication_pct, 1) + "%, copies " + fixed(trace.summary->copy_pct, 1) + "%";
   }
-  wrapped(out, "  ", 2, line, width, 4);
+  wrapped(out, "  ", 2, busy, width, 4);
   wrapped(out, "  ", 2, "coverage: " + format::coverage_line(trace), width, 4);
   wrapped(out, "  ", 2,
-          "recoverable: ~" + fixed(trace.recoverable_ms, 3) + " ms per step (" +
-              pct_of_step(trace.recoverable_ms, trace.step_ms) + " of step time) from " +
-              std::to_string(trace.findings.size()) + (trace.findings.size() == 1 ? " finding" : " findings") +
-              ", each nanosecond claimed once",
+          "recoverable: ~" + format::short_number(trace.recoverable_ms) + " ms/step (" +
+              pct_of_step(trace.recoverable_ms, trace.step_ms) + ") from " + std::to_string(trace.findings.size()) +
+              (trace.findings.size() == 1 ? " finding" : " findings") + ", no time counted twice",
           width, 4);
   for (const std::string& headline : format::whatif_headline(trace.prediction)) wrapped(out, "  ", 2, headline, width, 4);
   // Load warnings go to stderr as they happen (run_check); repeating them here would print them twice.
@@ -148,28 +80,6 @@ void print_title(const Finding& f, std::ostream& out, const Palette& p, size_t w
   const std::string prefix = p.bold(rank) + " " + p.severity(f.severity) + p.bold(id) + " ";
   const size_t prefix_columns = rank.size() + 1 + severity.size() + id.size() + 1;
   wrapped(out, prefix, prefix_columns, f.rule_name + ": " + visible(f.message), width, 4);
-}
-
-// At most four lines before wrapping: what, where (left out for whole-trace findings: the header names
-// the file), what it saves and costs, how to fix it.
-void print_finding(const TraceReport& trace, const Finding& f, std::ostream& out, const Palette& p, size_t width) {
-  (void)trace;
-  print_title(f, out, p, width);
-  std::string where = visible(format::source_text(f));
-  std::string site = visible(describe_site(Site{f.site.op, f.site.kernel, f.site.op_chain, std::nullopt, f.site.detail}));
-  if (site == "(whole trace)" || site == "whole trace") site.clear();
-  if (!where.empty() && !site.empty()) where += " (" + site + ")";
-  if (where.empty()) where = site;
-  if (!where.empty()) wrapped(out, "  " + p.blue("-->") + " ", 6, where, width, 6);
-  const std::string bar = "   " + p.blue("=") + " ";
-  const double count = f.count_per_step;
-  std::string numbers = "saves ~" + fixed(f.saving_ms_per_step, 3) + " ms/step (" + fixed(f.saving_pct, 1) + "%, " +
-                        std::string(to_string(f.confidence)) + " confidence); costs " + fixed(f.time_ms_per_step, 3) +
-                        " ms/step, " + fixed(count, count == std::floor(count) ? 0 : 1) + "\u00d7/step";
-  if (f.steps_present_pct < 99.95) numbers += " in " + fixed(f.steps_present_pct, 0) + "% of steps";
-  wrapped(out, bar, 5, numbers, width, 5);
-  if (!f.fix.empty()) wrapped(out, bar + p.bold("help") + ": ", 11, visible(f.fix), width, 5);
-  out << "\n";
 }
 
 // Everything: site, detail, each evidence item, the estimate's method.
@@ -222,13 +132,13 @@ void print_text(const Report& report, std::ostream& out, const PrintOptions& opt
   for (const auto& trace : report.traces) {
     accepted_total += accepted_count(trace);
     if (options.detail != TextDetail::Concise) print_trace_header(trace, out, p, width);
-    if (options.detail != TextDetail::Concise && trace.job) job_print::text(*trace.job, out);
+    if (options.detail != TextDetail::Concise && trace.job) job_print::text(*trace.job, out, width);
     for (size_t i = 0; i < trace.findings.size(); ++i) {
       if (accepted(trace, i)) continue;  // counted below, not printed
       const Finding& f = trace.findings[i];
       switch (options.detail) {
         case TextDetail::Concise: print_finding_concise(trace, f, out, p, width); break;
-        case TextDetail::Default: print_finding(trace, f, out, p, width); break;
+        case TextDetail::Default: text::print_finding_default(f, out, p, width); break;
         case TextDetail::Verbose: print_finding_verbose(trace, f, out, p, width); break;
       }
     }

@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <string_view>
@@ -14,6 +15,7 @@ namespace {
 
 constexpr auto kQuietFor = std::chrono::milliseconds(1000);  // short work shows nothing
 constexpr auto kRefresh = std::chrono::milliseconds(250);
+constexpr auto kMinRefresh = std::chrono::milliseconds(5);
 
 std::string bytes_text(double bytes) {
   const char* units[] = {"B", "KB", "MB", "GB", "TB"};
@@ -23,6 +25,17 @@ std::string bytes_text(double bytes) {
     ++unit;
   }
   return format::fixed(bytes, unit == 0 ? 0 : 1) + " " + units[unit];
+}
+
+// PTADVISE_PROGRESS_AFTER_MS replaces the second of quiet, and the refresh interval when it is shorter
+// (down to 5 ms), so that tests see the line, and its changes, on inputs of a few MB (docs/CI.md).
+std::chrono::milliseconds quiet_period() {
+  const char* env = std::getenv("PTADVISE_PROGRESS_AFTER_MS");
+  if (!env || !*env) return kQuietFor;
+  char* end = nullptr;
+  const long value = std::strtol(env, &end, 10);
+  if (*end != '\0' || value < 0) return kQuietFor;
+  return std::chrono::milliseconds(value);
 }
 
 }  // namespace
@@ -35,7 +48,10 @@ bool progress_wanted() {
   return !(ci && *ci);
 }
 
-Progress::Progress(bool enabled) : enabled_(enabled) {
+Progress::Progress(bool enabled)
+    : enabled_(enabled),
+      quiet_for_(quiet_period()),
+      refresh_(std::clamp<std::chrono::milliseconds>(quiet_for_, kMinRefresh, kRefresh)) {
   if (enabled_) ticker_ = std::thread([this] { run(); });
 }
 
@@ -50,23 +66,23 @@ Progress::~Progress() {
   ticker_.join();
 }
 
-void Progress::start(std::string what, std::string unit, size_t total) {
+void Progress::start(std::string what, std::string unit, size_t total, uint64_t total_bytes) {
   if (!enabled_) return;
   std::lock_guard lock(mutex_);
   what_ = std::move(what);
   unit_ = std::move(unit);
   total_ = total;
+  total_bytes_ = total_bytes;
   done_ = 0;
   bytes_ = 0;
   started_ = std::chrono::steady_clock::now();
   active_ = true;
 }
 
-void Progress::update(size_t done, size_t total, uint64_t bytes) {
+void Progress::update(size_t done, uint64_t bytes) {
   if (!enabled_) return;
   std::lock_guard lock(mutex_);
   done_ = done;
-  total_ = total;
   bytes_ = bytes;
 }
 
@@ -81,15 +97,23 @@ void Progress::finish() {
   }
 }
 
+// "ptadvise: checking 3/8 traces, 1.2 GB of 3.4 GB (210.5 MB/s), ETA 11 s"
 std::string Progress::line(std::chrono::steady_clock::time_point now) {
-  const double seconds = std::chrono::duration<double>(now - started_).count();
+  const double seconds = std::max(std::chrono::duration<double>(now - started_).count(), 1e-3);
   std::string text = "ptadvise: " + what_;
-  if (total_ > 0) text += " " + std::to_string(done_) + "/" + std::to_string(total_) + " " + unit_;
-  if (bytes_ > 0) text += ", " + bytes_text(static_cast<double>(bytes_)) + " (" + bytes_text(static_cast<double>(bytes_) / seconds) + "/s)";
-  if (total_ > 0 && done_ > 0 && done_ < total_) {
+  if (total_ > 1) text += " " + std::to_string(done_) + "/" + std::to_string(total_) + " " + unit_;
+  if (total_bytes_ > 0) {
+    text += (total_ > 1 ? ", " : " ") + bytes_text(static_cast<double>(bytes_)) + " of " +
+            bytes_text(static_cast<double>(total_bytes_)) + " (" + bytes_text(static_cast<double>(bytes_) / seconds) + "/s)";
+  }
+  if (total_bytes_ > 0 && bytes_ > 0 && bytes_ < total_bytes_) {
+    const double left = seconds / static_cast<double>(bytes_) * static_cast<double>(total_bytes_ - bytes_);
+    text += ", ETA " + format::fixed(left, 0) + " s";
+  } else if (total_ > 0 && done_ > 0 && done_ < total_) {
     const double left = seconds / static_cast<double>(done_) * static_cast<double>(total_ - done_);
     text += ", ETA " + format::fixed(left, 0) + " s";
   } else {
+    if (total_bytes_ > 0 && bytes_ >= total_bytes_ && done_ < total_) text += ", analysing";
     text += ", " + format::fixed(seconds, 0) + " s";
   }
   return text;
@@ -98,13 +122,14 @@ std::string Progress::line(std::chrono::steady_clock::time_point now) {
 void Progress::run() {
   std::unique_lock lock(mutex_);
   while (!stop_) {
-    wake_.wait_for(lock, kRefresh);
+    wake_.wait_for(lock, refresh_ / 5);
     if (stop_ || !active_) continue;
     auto now = std::chrono::steady_clock::now();
-    if (now - started_ < kQuietFor) continue;
+    if (now - started_ < quiet_for_ || (shown_ && now - drawn_ < refresh_)) continue;
     std::fprintf(stderr, "\r\x1b[K%s", line(now).c_str());
     std::fflush(stderr);
     shown_ = true;
+    drawn_ = now;
   }
 }
 

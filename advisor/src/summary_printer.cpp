@@ -167,8 +167,7 @@ jsondoc::Json summary_document(const Summary& summary) {
                        {"sms", device.num_sms}});
   }
   Json idle_causes = Json::object();
-  for (IdleCause cause : {IdleCause::Sync, IdleCause::DataLoader, IdleCause::LaunchBound, IdleCause::CpuWork,
-                          IdleCause::Untraced}) {
+  for (IdleCause cause : kIdleCauses) {
     idle_causes[std::string(to_string(cause))] = figure(idle_ms_of(summary, cause));
   }
   Json document;
@@ -224,8 +223,7 @@ jsondoc::Json summary_document(const Summary& summary) {
   Json per_step = Json::array();
   for (const StepBreakdown& step : summary.steps) {
     Json idle = Json::object();
-    for (IdleCause cause : {IdleCause::Sync, IdleCause::DataLoader, IdleCause::LaunchBound, IdleCause::CpuWork,
-                            IdleCause::Untraced}) {
+    for (IdleCause cause : kIdleCauses) {
       idle[std::string(to_string(cause))] = figure(step.idle_ms[static_cast<int>(cause)]);
     }
     per_step.push_back({{"number", step.number},

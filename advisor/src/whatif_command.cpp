@@ -42,6 +42,11 @@ void print_text(const std::string& path, const StepPrediction& p, const std::vec
   }
   out << "  measured step:  " << format::fixed(p.measured_step_ms, 3) << " ms\n";
   out << "  replayed step:  " << format::fixed(p.replayed_step_ms, 3) << " ms (the trace's dependency graph, unchanged)\n";
+  if (p.replayed_steps < p.steady_steps) {
+    out << "    replayed: " << p.replayed_steps << " of " << p.steady_steps
+        << " steady steps, a window whose measured mean is " << format::fixed(p.window_measured_step_ms, 3)
+        << " ms (docs/WHATIF.md, Cost)\n";
+  }
   if (!p.discrepancy.empty()) out << "    " << p.discrepancy << "\n";
   out << "  predicted step: " << format::fixed(p.predicted_step_ms, 3) << " ms with " << p.fixes_applied
       << (p.fixes_applied == 1 ? " fix" : " fixes") << " applied together\n";

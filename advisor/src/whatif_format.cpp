@@ -124,8 +124,9 @@ std::vector<std::string> whatif_headline(const StepPrediction& p) {
     line += " (" + fixed(100.0 * (p.predicted_step_ms - p.measured_step_ms) / p.measured_step_ms, 1) + "%";
     line += ", " + std::to_string(p.fixes_applied) + (p.fixes_applied == 1 ? " fix" : " fixes") + " replayed together";
     if (p.ledger_only > 0) {
-      line += "; " + std::to_string(p.ledger_only) + (p.ledger_only == 1 ? " finding has" : " findings have") +
-              " no transform and are not in it";
+      line += "; " + std::to_string(p.ledger_only) +
+              (p.ledger_only == 1 ? " finding has no transform and is" : " findings have no transform and are") +
+              " not in it";
     }
     line += ")";
   }

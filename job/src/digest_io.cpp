@@ -15,7 +15,10 @@ namespace {
 using nlohmann::json;
 
 constexpr const char* kFormat = "ptadvise-rank-digest";
-constexpr int kVersion = 1;
+constexpr int kVersion = 1;  // the layout merge reads
+// The published schema (schemas/digest.schema.json), versioned like the other JSON outputs
+// (advisor/include/ptadvise/schema_versions.h): MINOR grows when fields are added.
+constexpr const char* kSchemaVersion = "1.0";
 
 struct Invalid {
   std::string message;
@@ -65,6 +68,8 @@ json finding_json(const Finding& f) {
               {"trace_path", f.trace_path},
               {"ranks", f.ranks}};
   if (f.trace_rank) out["trace_rank"] = *f.trace_rank;
+  if (!f.short_message.empty()) out["short_message"] = f.short_message;
+  if (!f.short_fix.empty()) out["short_fix"] = f.short_fix;
   return out;
 }
 
@@ -88,6 +93,8 @@ Finding finding_from(const json& j) {
   }
   f.message = j.at("message").get<std::string>();
   f.fix = j.at("fix").get<std::string>();
+  f.short_message = j.value("short_message", std::string());  // optional: digests of older versions lack them
+  f.short_fix = j.value("short_fix", std::string());
   for (const auto& e : j.at("evidence")) {
     Evidence evidence;
     const int64_t step = e.at("step").get<int64_t>();
@@ -142,6 +149,7 @@ void write_digest(const RankDigest& d, std::ostream& out) {
   for (const auto& [rule, why] : d.coverage.not_run) not_run.push_back({rule, why});
   json doc = {{"format", kFormat},
               {"version", kVersion},
+              {"schema_version", kSchemaVersion},
               {"path", d.path},
               {"rank", d.rank ? json(*d.rank) : json(nullptr)},
               {"rank_from_trace", d.rank_from_trace},

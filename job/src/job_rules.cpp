@@ -67,6 +67,7 @@ struct JobRuleSetImpl {
     std::vector<ThresholdInfo> thresholds;
     Condition when;
     std::vector<TemplatePart> message;
+    std::vector<TemplatePart> short_message;  // empty: none
     std::string saving_metric;
     Confidence confidence = Confidence::Medium;
     std::vector<JobRuleTest> tests;
@@ -117,13 +118,14 @@ class Compiler {
 
   void compile(RuleInfo& info, JobRuleSetImpl::Rule& rule) {
     static const std::set<std::string> allowed{"id", "name", "scope", "over", "severity", "tags", "summary", "fix",
-                                               "docs", "thresholds", "when", "message", "saving", "tests"};
+                                               "docs", "thresholds", "when", "message", "short_message",
+                                               "short_fix", "saving", "tests"};
     if (!root_.IsMap()) fail(file_, root_, "", "expected a mapping");
     for (auto it = root_.begin(); it != root_.end(); ++it) {
       if (!it->first.IsScalar() || !allowed.count(it->first.Scalar())) {
         fail(file_, it->first, it->first.IsScalar() ? it->first.Scalar() : "",
              "unknown key; expected one of id, name, scope, over, severity, tags, summary, fix, docs, thresholds, "
-             "when, message, saving, tests");
+             "when, message, short_message, short_fix, saving, tests");
       }
     }
     info.file = file_;
@@ -135,6 +137,15 @@ class Compiler {
     info.tags = strings_of(file_, root_["tags"], "tags");
     info.summary = text_of(file_, root_["summary"], "summary");
     info.fix = text_of(file_, root_["fix"], "fix");
+    if (auto short_fix = root_["short_fix"]) {
+      info.short_fix = text_of(file_, short_fix, "short_fix");
+      size_t columns = 0;
+      for (char c : info.short_fix) columns += (static_cast<unsigned char>(c) & 0xC0) != 0x80 ? 1 : 0;
+      if (columns > kShortFixColumns) {
+        fail(file_, short_fix, "short_fix",
+             "expected at most " + std::to_string(kShortFixColumns) + " characters (it is one line of the text report)");
+      }
+    }
     const YAML::Node docs = root_["docs"];
     if (!docs.IsMap()) fail(file_, docs, "docs", "expected {what, why, example, fix}");
     info.docs.what = text_of(file_, docs["what"], "docs.what");
@@ -165,6 +176,9 @@ class Compiler {
     if (!root_["when"]) fail(file_, root_, "when", "missing required key");
     rule.when = condition(root_["when"], "when");
     rule.message = message(text_of(file_, root_["message"], "message"), root_["message"]);
+    if (auto short_message = root_["short_message"]) {
+      rule.short_message = message(text_of(file_, short_message, "short_message"), short_message, "short_message");
+    }
     const YAML::Node saving = root_["saving"];
     if (!saving.IsMap()) fail(file_, saving, "saving", "expected {ms_per_step, method, confidence}");
     rule.saving_metric = text_of(file_, saving["ms_per_step"], "saving.ms_per_step");
@@ -250,7 +264,8 @@ class Compiler {
     return c;
   }
 
-  std::vector<TemplatePart> message(const std::string& text, const YAML::Node& node) const {
+  std::vector<TemplatePart> message(const std::string& text, const YAML::Node& node,
+                                    const std::string& key = "message") const {
     std::vector<TemplatePart> parts;
     size_t pos = 0;
     while (pos < text.size()) {
@@ -260,11 +275,11 @@ class Compiler {
         break;
       }
       size_t close = text.find('}', open);
-      if (close == std::string::npos) fail(file_, node, "message", "a '{' without its '}'");
+      if (close == std::string::npos) fail(file_, node, key, "a '{' without its '}'");
       if (open > pos) parts.push_back({text.substr(pos, open - pos), ""});
       std::string name = text.substr(open + 1, close - open - 1);
       if (name != "ranks" && name != "rank_list" && name != "cause" && name != "type") {
-        check_metric(name, node, "message");
+        check_metric(name, node, key);
       }
       parts.push_back({"", name});
       pos = close + 1;
@@ -514,24 +529,31 @@ std::vector<Finding> evaluate_job(const JobRuleSet& rules, const JobAnalysis& jo
       f.ranks = row.ranks;
       f.site.op = row.site;
       f.site.detail = rank_list(row.ranks, job.ranks.size());
-      for (const auto& part : rule.message) {
-        if (part.placeholder.empty()) {
-          f.message += part.literal;
-        } else if (part.placeholder == "ranks") {
-          f.message += rank_list(row.ranks, job.ranks.size());
-        } else if (part.placeholder == "rank_list") {
-          std::string list;
-          for (int rank : row.ranks) list += (list.empty() ? "" : ", ") + std::to_string(rank);
-          f.message += list;
-        } else if (part.placeholder == "cause" || part.placeholder == "type") {
-          auto it = row.texts.find(part.placeholder);
-          f.message += it == row.texts.end() ? "unknown" : it->second;
-        } else {
-          auto it = row.values.find(part.placeholder);
-          f.message += it == row.values.end() ? "?" : format_number(it->second);
+      auto render = [&](const std::vector<TemplatePart>& parts) {
+        std::string text;
+        for (const auto& part : parts) {
+          if (part.placeholder.empty()) {
+            text += part.literal;
+          } else if (part.placeholder == "ranks") {
+            text += rank_list(row.ranks, job.ranks.size());
+          } else if (part.placeholder == "rank_list") {
+            std::string list;
+            for (int rank : row.ranks) list += (list.empty() ? "" : ", ") + std::to_string(rank);
+            text += list;
+          } else if (part.placeholder == "cause" || part.placeholder == "type") {
+            auto it = row.texts.find(part.placeholder);
+            text += it == row.texts.end() ? "unknown" : it->second;
+          } else {
+            auto it = row.values.find(part.placeholder);
+            text += it == row.values.end() ? "?" : format_number(it->second);
+          }
         }
-      }
-      while (!f.message.empty() && (f.message.back() == '\n' || f.message.back() == ' ')) f.message.pop_back();
+        while (!text.empty() && (text.back() == '\n' || text.back() == ' ')) text.pop_back();
+        return text;
+      };
+      f.message = render(rule.message);
+      f.short_message = render(rule.short_message);
+      f.short_fix = info.short_fix;
       auto saving = row.values.find(rule.saving_metric);
       f.saving_ms_per_step = saving == row.values.end() || std::isnan(saving->second) ? 0 : std::max(saving->second, 0.0);
       f.saving_pct = job.step_ms > 0 ? 100.0 * f.saving_ms_per_step / job.step_ms : 0;

@@ -92,6 +92,17 @@ std::string format_number(double value) {
   return buffer;
 }
 
+// "aten::very_long…_op_name": at most `columns` code points, the middle replaced by an ellipsis.
+std::string elide_middle(const std::string& text, size_t columns) {
+  std::vector<size_t> starts;  // byte offset of each code point
+  for (size_t i = 0; i < text.size(); ++i) {
+    if ((static_cast<unsigned char>(text[i]) & 0xC0) != 0x80) starts.push_back(i);
+  }
+  if (starts.size() <= columns || columns < 3) return text;
+  const size_t head = (columns - 1) / 2, tail = columns - 1 - head;
+  return text.substr(0, starts[head]) + "\u2026" + text.substr(starts[starts.size() - tail]);
+}
+
 std::string format_bytes(double value) {
   if (std::isnan(value)) return "n/a";
   const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
@@ -811,7 +822,7 @@ class Evaluator {
     return "pid " + std::string(tl_.strings.view(track.pid_text)) + " tid " + std::string(tl_.strings.view(track.tid_text));
   }
 
-  std::string idle_breakdown() {
+  std::string idle_breakdown(size_t top = 3) {
     // The causes of the gaps counted by the rule's first idle metric, largest first.
     for (size_t m = 0; m < rule_->metrics.size(); ++m) {
       if (rule_->metrics[m].kind != MetricKind::Idle) continue;
@@ -823,7 +834,7 @@ class Evaluator {
       }
       std::sort(order.rbegin(), order.rend());
       std::string text;
-      for (size_t n = 0; n < order.size() && n < 3; ++n) {
+      for (size_t n = 0; n < order.size() && n < top; ++n) {
         if (!text.empty()) text += ", ";
         text += std::string(to_string(static_cast<IdleCause>(order[n].second))) + " " +
                 format_number(order[n].first / static_cast<double>(steps_) / 1e6) + " ms/step";
@@ -834,15 +845,19 @@ class Evaluator {
   }
 
   // The culprits of the gaps counted by the rule's first idle metric, by name, largest first.
-  std::string idle_culprits() {
+  std::string idle_culprits(size_t top = 3) {
     for (size_t m = 0; m < rule_->metrics.size(); ++m) {
       if (rule_->metrics[m].kind != MetricKind::Idle) continue;
-      return culprit_breakdown(a_, gaps_for(m), static_cast<double>(steps_), 3, &format_number);
+      return culprit_breakdown(a_, gaps_for(m), static_cast<double>(steps_), top, &format_number);
     }
     return "none";
   }
 
-  std::string render(const Template& parts, const Site& site) {
+  // `brief` renders a short_message: names longer than kBriefName lose their middle (numbers never do)
+  // and the idle causes and culprits name only the largest one.
+  std::string render(const Template& parts, const Site& site, bool brief = false) {
+    constexpr size_t kBriefName = 32;
+    auto name = [&](const std::string& text) { return brief ? elide_middle(text, kBriefName) : text; };
     std::string out;
     for (const auto& part : parts) {
       switch (part.kind) {
@@ -852,9 +867,9 @@ class Evaluator {
           out += part.as_bytes ? format_bytes(v) : format_number(v);
           break;
         }
-        case TemplatePart::Kind::SiteOp: out += site.op.empty() ? "(unknown op)" : site.op; break;
-        case TemplatePart::Kind::SiteKernel: out += site.kernel; break;
-        case TemplatePart::Kind::SiteName: out += site.detail; break;
+        case TemplatePart::Kind::SiteOp: out += site.op.empty() ? "(unknown op)" : name(site.op); break;
+        case TemplatePart::Kind::SiteKernel: out += name(site.kernel); break;
+        case TemplatePart::Kind::SiteName: out += name(site.detail); break;
         case TemplatePart::Kind::SiteSource:
           if (site.source) {
             out += site.source->file + ":" + std::to_string(site.source->line);
@@ -867,11 +882,11 @@ class Evaluator {
         case TemplatePart::Kind::SiteChain: {
           std::string chain;
           for (const auto& op : site.op_chain) chain += (chain.empty() ? "" : " > ") + op;
-          out += chain;
+          out += name(chain);
           break;
         }
-        case TemplatePart::Kind::Idle: out += idle_breakdown(); break;
-        case TemplatePart::Kind::IdleCulprits: out += idle_culprits(); break;
+        case TemplatePart::Kind::Idle: out += idle_breakdown(brief ? 1 : 3); break;
+        case TemplatePart::Kind::IdleCulprits: out += idle_culprits(brief ? 1 : 3); break;
       }
     }
     // "1 times per step" reads as a mistake.
@@ -890,6 +905,7 @@ class Evaluator {
     if (auto found = options.severities.find(info.id); found != options.severities.end()) finding.severity = found->second;
     finding.tags = info.tags;
     finding.fix = info.fix;
+    finding.short_fix = info.short_fix;
     finding.trace_path = tl_.path;
     finding.trace_rank = tl_.rank;
 
@@ -989,6 +1005,7 @@ class Evaluator {
       }
     }
     finding.message = render(rule.message, finding.site);
+    if (!rule.short_message.empty()) finding.short_message = render(rule.short_message, finding.site, /*brief=*/true);
 
     step_claims_.commit(gpu_events, granted);
     // Claim the ledger gaps this finding counted, so later rules cannot count them again.

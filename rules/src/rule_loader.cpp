@@ -128,6 +128,13 @@ bool is_rule_id(const std::string& id) {
                      [](char c) { return std::isdigit(static_cast<unsigned char>(c)) != 0; });
 }
 
+// Columns of UTF-8 text: one per code point (rule texts hold no wide characters).
+size_t text_columns(std::string_view text) {
+  size_t n = 0;
+  for (char c : text) n += (static_cast<unsigned char>(c) & 0xC0) != 0x80 ? 1 : 0;
+  return n;
+}
+
 bool is_kebab(const std::string& name) {
   if (name.empty() || name.front() == '-' || name.back() == '-') return false;
   for (size_t i = 0; i < name.size(); ++i) {
@@ -164,6 +171,8 @@ const std::map<std::string, IdleCause, std::less<>>& cause_names() {
       {"launch-bound", IdleCause::LaunchBound},
       {"cpu-work", IdleCause::CpuWork},
       {"untraced", IdleCause::Untraced},
+      {"graph-capture", IdleCause::GraphCapture},
+      {"external-wait", IdleCause::ExternalWait},
   };
   return names;
 }
@@ -188,7 +197,7 @@ class RuleCompiler {
   void compile(RuleInfo& info, CompiledRule& rule) {
     r_.expect_map(root_, "",
                   {"id", "name", "severity", "tags", "summary", "fix", "docs", "order", "thresholds", "select",
-                   "group", "metrics", "when", "message", "saving", "tests", "transform"});
+                   "group", "metrics", "when", "message", "short_message", "short_fix", "saving", "tests", "transform"});
     for (const char* required : {"id", "name", "severity", "tags", "summary", "fix", "docs", "select", "message",
                                  "saving"}) {
       if (!root_[required]) r_.fail(root_, required, "missing required key");
@@ -211,6 +220,14 @@ class RuleCompiler {
     }
     info.summary = r_.text(root_["summary"], "summary");
     info.fix = r_.text(root_["fix"], "fix");
+    if (auto short_fix = root_["short_fix"]) {
+      info.short_fix = r_.text(short_fix, "short_fix");
+      if (text_columns(info.short_fix) > kShortFixColumns) {
+        r_.fail(short_fix, "short_fix",
+                "expected at most " + std::to_string(kShortFixColumns) + " characters (it is one line of the text report), got " +
+                    std::to_string(text_columns(info.short_fix)));
+      }
+    }
     compile_docs(info.docs);
     if (auto order = root_["order"]) {
       std::string value = r_.scalar(order, "order");
@@ -229,6 +246,7 @@ class RuleCompiler {
     resolve_metrics(rule);
     if (auto when = root_["when"]) rule.when = compile_condition(rule, when, "when");
     rule.message = compile_template(rule, root_["message"], "message");
+    if (auto short_message = root_["short_message"]) rule.short_message = compile_template(rule, short_message, "short_message");
     compile_saving(rule);
     if (auto transform = root_["transform"]) {
       if (auto error = parse_transform(transform, rule.transform)) r_.fail_at(error->mark, error->key, error->what);
@@ -287,8 +305,10 @@ class RuleCompiler {
       use(term.metric);
       if (term.when) use_condition(*term.when);
     }
-    for (const TemplatePart& part : rule.message) {
-      if (part.kind == TemplatePart::Kind::Metric) use(part.metric);
+    for (const Template* message : {&rule.message, &rule.short_message}) {
+      for (const TemplatePart& part : *message) {
+        if (part.kind == TemplatePart::Kind::Metric) use(part.metric);
+      }
     }
     bool idle = false, cpu_fallback = false;
     for (size_t m = 0; m < rule.metrics.size(); ++m) {
@@ -785,19 +805,27 @@ class RuleCompiler {
     check_cycles(rule);
   }
 
-  // A list of idle causes (or `any`) as bits of 1 << IdleCause.
+  // A list of idle causes (or `any`) as bits of 1 << IdleCause. `any` is every cause with something to
+  // recover in the traced program: graph-capture (the GPU idles by design while graphs are recorded) and
+  // external-wait (the host waits for work the trace does not show) only when named.
+  static uint32_t any_cause_bits() {
+    return ~0u & ~(1u << static_cast<unsigned>(IdleCause::GraphCapture)) &
+           ~(1u << static_cast<unsigned>(IdleCause::ExternalWait));
+  }
+
   uint32_t compile_causes(const YAML::Node& causes, const std::string& key) {
     uint32_t bits = 0;
     std::vector<std::string> names = r_.strings(causes, key);
     for (size_t i = 0; i < names.size(); ++i) {
       if (names[i] == "any") {
-        bits = ~0u;
+        bits |= any_cause_bits();
         continue;
       }
       auto found = cause_names().find(names[i]);
       if (found == cause_names().end()) {
         r_.fail(causes.IsSequence() ? causes[i] : causes, key,
-                "unknown idle cause '" + names[i] + "'; expected any, sync, data-loader, launch-bound, cpu-work or untraced");
+                "unknown idle cause '" + names[i] +
+                    "'; expected any, sync, data-loader, launch-bound, cpu-work, untraced, graph-capture or external-wait");
       }
       bits |= 1u << static_cast<unsigned>(found->second);
     }
@@ -814,7 +842,7 @@ class RuleCompiler {
     if (auto causes = value["causes"]) {
       metric.idle_causes = compile_causes(causes, key + ".causes");
     } else {
-      metric.idle_causes = ~0u;
+      metric.idle_causes = any_cause_bits();
     }
     if (auto culprits = value["culprits"]) {
       std::string name = r_.scalar(culprits, key + ".culprits");

@@ -154,6 +154,7 @@ struct CompiledRule {
   std::vector<Threshold> thresholds;
   std::optional<Condition> when;
   Template message;
+  Template short_message;  // empty: the rule has none
   std::vector<SavingTerm> saving;
   std::string saving_method;
   Confidence confidence = Confidence::Medium;

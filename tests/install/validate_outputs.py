@@ -1,7 +1,8 @@
 #!/usr/bin/python3
 """Validates every JSON document ptadvise writes against the published schemas in schemas/.
 
-Runs check (with and without a baseline, with stale entries), summary (one trace and several) and diff on
+Runs check (with and without a baseline, with stale entries, with per-rank digests), summary (one trace and
+several) and diff on
 the scenario traces and, when present, on every trace of the shared corpus, and validates each output twice:
 against the schema as published (extra fields allowed, for readers of later minor versions) and against a
 strict copy in which every object documents all its fields, so a field added to an output without being
@@ -97,6 +98,14 @@ def check_and_summary(traces, label, scratch, thorough):
             if "summary" not in trace:  # a job's entry: its ranks carry the summaries
                 continue
             validate("summary.schema.json", trace["summary"], f"{label}: check summary of {trace['path']}")
+    digest_file = os.path.join(scratch, f"{label}.digest.json")
+    if run(["check", "--format", "json", "--digest-out", digest_file, *traces], f"{label}: digests") is not None:
+        digests = sorted(glob.glob(os.path.join(scratch, f"{label}.digest*.json")))
+        if len(digests) < min(len(traces), 2):
+            failures.append(f"{label}: check --digest-out wrote {len(digests)} digests for {len(traces)} traces")
+        for path in digests:
+            with open(path) as digest:
+                validate("digest.schema.json", json.load(digest), f"{label}: digest {os.path.basename(path)}")
     many = run(["summary", "--format", "json", *(traces if not thorough else traces[:3])],
                f"{label}: summary of several", codes=(0,))
     if many is not None:

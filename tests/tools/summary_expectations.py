@@ -443,6 +443,17 @@ def summarize(path):
     for i, st in enumerate(steps):
         if first_launched[i] is None:
             first_launched[i] = st["gpu_start"]
+    # A lone step whose tail after its last recorded event is longer than all before it was closed by the
+    # profiler's stop: it ends with that event.
+    if n == 1 and source != "whole-window":
+        st = steps[0]
+        marker_free = [e for e in events if e.get("ph") == "X" and e.get("cat") in WINDOW_CATS
+                       and not str(e.get("name", "")).startswith("ProfilerStep#")
+                       and st["start"] <= ns(e["ts"]) < st["end"]]
+        content_end = max((ns(e["ts"]) + max(0, ns(e.get("dur", 0))) for e in marker_free), default=None)
+        if content_end is not None and st["start"] < content_end < st["end"] and \
+                st["end"] - content_end > content_end - st["start"]:
+            st["end"] = content_end
     periods = []
     for i, st in enumerate(steps):
         host = steps[i + 1]["start"] - st["start"] if i + 1 < n else st["end"] - st["start"]
@@ -508,6 +519,10 @@ def summarize(path):
     gpu_paced = sorted(gpu_periods)[n // 2] > sorted(host_periods)[n // 2]
     base = [first_launched[i] if gpu_paced and first_launched[i] is not None else st["start"]
             for i, st in enumerate(steps)]
+    # A whole window is timed from its first GPU op to the end of its last (its edges are profiling's).
+    if source == "whole-window" and steps[0]["gpu_start"] is not None and steps[0]["gpu_end"] > steps[0]["gpu_start"]:
+        base[0] = steps[0]["gpu_start"]
+        periods[0] = steps[0]["gpu_end"] - steps[0]["gpu_start"]
     windows = []
     cursor = None
     for i in range(n):

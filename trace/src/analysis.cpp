@@ -35,6 +35,10 @@ std::string_view to_string(IdleCause cause) {
       return "cpu-work";
     case IdleCause::Untraced:
       return "untraced";
+    case IdleCause::GraphCapture:
+      return "graph-capture";
+    case IdleCause::ExternalWait:
+      return "external-wait";
   }
   return "untraced";
 }
@@ -75,6 +79,8 @@ uint16_t classify_name(std::string_view name) {
       (is_memset_call && is_async)) {
     classes |= kLaunchCall;
   }
+  if (name.starts_with("cudaStreamBeginCapture") || name.starts_with("hipStreamBeginCapture")) classes |= kCaptureBegin;
+  if (name.starts_with("cudaStreamEndCapture") || name.starts_with("hipStreamEndCapture")) classes |= kCaptureEnd;
   if (name == "Stream Sync" || name == "Event Sync" || name == "Context Sync" || name == "Device Sync") {
     classes |= kHostSyncRecord;
   }

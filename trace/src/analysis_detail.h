@@ -21,6 +21,8 @@ enum NameClass : uint16_t {
   kIterationStart = 1u << 7, // enumerate(DataLoader)#...__next__, Optimizer.zero_grad#...: open an iteration
   kIterationEnd = 1u << 8,   // Optimizer.step#...: closes an iteration
   kOneOffWork = 1u << 9,     // warm-up work: cudaMalloc/cudaFree, cuDNN autotuning, module loading
+  kCaptureBegin = 1u << 10,  // cudaStreamBeginCapture, hipStreamBeginCapture (+ _v2, ToGraph): graph recording starts
+  kCaptureEnd = 1u << 11,    // cudaStreamEndCapture, hipStreamEndCapture
 };
 
 struct NameClasses {

@@ -2,6 +2,7 @@
 // once, to what the launching host thread was doing at that moment.
 #include <algorithm>
 #include <limits>
+#include <unordered_map>
 #include <unordered_set>
 #include <vector>
 
@@ -134,7 +135,15 @@ struct Classified {
   PieceKind kind;
   EventIndex culprit;
   EventIndex innermost;
+  EventIndex sync = kNone;  // the blocking call, for PieceKind::Sync
 };
+
+// A blocking call with nothing of the trace to wait for returns in microseconds; one that blocks longer
+// while no traced GPU work completes waits for work the trace does not show.
+constexpr int64_t kExternalWaitMinNs = 1'000'000;
+// GPU ops start within tens of microseconds of their launch call; one queued longer while the GPU idles
+// is held back by something other than the host.
+constexpr int64_t kQueuedLatencyNs = 100'000;
 
 }  // namespace
 
@@ -170,6 +179,7 @@ class LedgerBuilder {
       : timeline_(timeline), events_(timeline.events), names_(names), analysis_(analysis) {
     blocking_ = blocking_calls(timeline, names);
     mark_launching_events();
+    find_capture_stretches();
   }
 
   void charge_gap(int32_t device, uint32_t step, int64_t start, int64_t end, EventIndex next_op,
@@ -185,6 +195,7 @@ class LedgerBuilder {
     } else {
       pieces_.push_back({start, end, kNone});
     }
+    split_at_captures(thread);
     classified_.clear();
     int64_t launching_ns = 0;
     for (const Piece& piece : pieces_) {
@@ -197,9 +208,17 @@ class LedgerBuilder {
     for (size_t p = 0; p < pieces_.size(); ++p) {
       IdleCause cause = IdleCause::Untraced;
       EventIndex culprit = classified_[p].culprit;
+      if (in_capture_[p]) {
+        append(device, step, pieces_[p].start_ns, pieces_[p].end_ns, IdleCause::GraphCapture, culprit, false, false);
+        continue;
+      }
       switch (classified_[p].kind) {
         case PieceKind::Sync:
           cause = IdleCause::Sync;
+          if (!waits_for_traced_work(classified_[p].sync) ||
+              held_in_queue(classified_[p].sync, next_op, pieces_[p].end_ns)) {
+            cause = IdleCause::ExternalWait;
+          }
           break;
         case PieceKind::DataLoader:
           cause = IdleCause::DataLoader;
@@ -224,6 +243,109 @@ class LedgerBuilder {
   }
 
  private:
+  // True when GPU work the trace shows completes while the call blocks (work it waits for, or its own copy),
+  // or when the call is too short to tell. Cached per call.
+  bool waits_for_traced_work(EventIndex call) {
+    if (call == kNone || events_.dur_ns[call] <= kExternalWaitMinNs) return true;
+    if (gpu_ends_.empty()) {
+      for (EventIndex g = 0; g < events_.size(); ++g) {
+        if (is_gpu_activity(events_.kind[g]) && events_.dur_ns[g] > 0) gpu_ends_.push_back({events_.end_ns(g), g});
+      }
+      std::sort(gpu_ends_.begin(), gpu_ends_.end());
+      if (gpu_ends_.empty()) gpu_ends_.push_back({std::numeric_limits<int64_t>::min(), kNone});
+    }
+    auto known = waits_.find(call);
+    if (known != waits_.end()) return known->second;
+    const int64_t from = events_.ts_ns[call], to = events_.end_ns(call);
+    bool waits = false;
+    for (auto it = std::upper_bound(gpu_ends_.begin(), gpu_ends_.end(), std::pair<int64_t, EventIndex>{from, kNone});
+         it != gpu_ends_.end() && it->first <= to; ++it) {
+      if (it->second == kNone) continue;
+      waits = true;
+      break;
+    }
+    waits_.emplace(call, waits);
+    return waits;
+  }
+
+  // The host blocks in `call` while the GPU idles, although the op that ends the gap was queued before the
+  // call began (and more than kQueuedLatencyNs before the GPU idle ends): the GPU had work and did not run it,
+  // so the host is waiting for the GPU and the GPU for something the trace does not show.
+  bool held_in_queue(EventIndex call, EventIndex next_op, int64_t at) const {
+    if (call == kNone || next_op == kNone || events_.launch[next_op] == kNone) return false;
+    // Only calls that synchronise by themselves, and a kernel held back: a copy from pageable memory (and
+    // an asynchronous copy that blocks) waits for the host to stage it, and that is the host's doing.
+    if ((names_.by_name[events_.name[call]] & kSyncCall) == 0 || events_.kind[next_op] != EventKind::Kernel) {
+      return false;
+    }
+    const EventIndex launch = events_.launch[next_op];
+    return launch != call && events_.end_ns(launch) <= events_.ts_ns[call] &&
+           events_.end_ns(launch) + kQueuedLatencyNs <= at;
+  }
+
+  // Stretches in which a host thread records CUDA/HIP graphs: from a BeginCapture to its EndCapture, and
+  // across consecutive captures (piecewise graphs, one per batch size) as long as the thread launches no
+  // work that runs in between: the preparation of the next capture is part of capturing.
+  void find_capture_stretches() {
+    capture_.assign(timeline_.tracks.size(), {});
+    for (uint32_t t = 0; t < timeline_.tracks.size(); ++t) {
+      if (timeline_.tracks[t].kind != TrackKind::Cpu) continue;
+      std::vector<Interval>& stretches = capture_[t];
+      int64_t open = -1;
+      bool ran_since_last = true;  // work that runs was launched since the last capture ended
+      for (EventIndex e : timeline_.track_events[t]) {
+        const EventKind kind = events_.kind[e];
+        if (kind != EventKind::Runtime && kind != EventKind::Driver) continue;
+        const uint16_t classes = names_.by_name[events_.name[e]];
+        if ((classes & kCaptureBegin) && open < 0) {
+          open = events_.ts_ns[e];
+        } else if ((classes & kCaptureEnd) && open >= 0) {
+          if (!ran_since_last && !stretches.empty()) {
+            stretches.back().end_ns = events_.end_ns(e);
+          } else {
+            stretches.push_back({open, events_.end_ns(e)});
+          }
+          open = -1;
+          ran_since_last = false;
+        } else if (open < 0 && launching_[e] && (classes & kLaunchCall)) {
+          ran_since_last = true;  // a launch outside a capture whose GPU op ran
+        }
+      }
+    }
+  }
+
+  // Splits the swept pieces of `thread` where its capture stretches begin and end; in_capture_ says which
+  // parts lie inside one.
+  void split_at_captures(uint32_t thread) {
+    in_capture_.assign(pieces_.size(), 0);
+    if (thread >= capture_.size() || capture_[thread].empty()) return;
+    const std::vector<Interval>& stretches = capture_[thread];
+    split_.clear();
+    split_flags_.clear();
+    for (const Piece& piece : pieces_) {
+      int64_t now = piece.start_ns;
+      auto it = std::lower_bound(stretches.begin(), stretches.end(), now,
+                                 [](const Interval& s, int64_t value) { return s.end_ns <= value; });
+      for (; it != stretches.end() && it->start_ns < piece.end_ns && now < piece.end_ns; ++it) {
+        if (it->start_ns > now) {
+          split_.push_back({now, it->start_ns, piece.innermost});
+          split_flags_.push_back(0);
+          now = it->start_ns;
+        }
+        const int64_t end = std::min(it->end_ns, piece.end_ns);
+        split_.push_back({now, end, piece.innermost});
+        split_flags_.push_back(1);
+        now = end;
+      }
+      if (now < piece.end_ns) {
+        split_.push_back({now, piece.end_ns, piece.innermost});
+        split_flags_.push_back(0);
+      }
+    }
+    pieces_.swap(split_);
+    in_capture_.swap(split_flags_);
+  }
+
   // Every event with a launch of GPU work inside it (the launch call and all that encloses it).
   void mark_launching_events() {
     launching_.assign(events_.size(), 0);
@@ -299,7 +421,7 @@ class LedgerBuilder {
     const Chain& chain = chain_of(innermost);
     const EventIndex sync = chain.sync, loader = chain.loader, launch = chain.launch, op = chain.op,
                      python = chain.python, note = chain.note, other_call = chain.other_call;
-    if (sync != kNone) return {PieceKind::Sync, op != kNone ? op : sync, innermost};
+    if (sync != kNone) return {PieceKind::Sync, op != kNone ? op : sync, innermost, sync};
     if (loader != kNone) return {PieceKind::DataLoader, loader, innermost};
     if (launch != kNone) return {PieceKind::Launch, op != kNone ? op : launch, innermost};
     for (EventIndex culprit : {op, python, note, other_call}) {
@@ -338,6 +460,12 @@ class LedgerBuilder {
   std::unordered_set<EventIndex> blocking_;
   std::vector<uint8_t> launching_;  // per event: a launch of GPU work is inside it
   std::vector<Piece> pieces_;
+  std::vector<std::pair<int64_t, EventIndex>> gpu_ends_;  // GPU ops by end time, built on first use
+  std::unordered_map<EventIndex, bool> waits_;            // per blocking call: waits_for_traced_work
+  std::vector<std::vector<Interval>> capture_;  // per track: its graph-capture stretches, sorted
+  std::vector<uint8_t> in_capture_;             // per piece: inside a capture stretch
+  std::vector<Piece> split_;
+  std::vector<uint8_t> split_flags_;
   mutable std::vector<Chain> chains_;  // per event, filled on first use
   mutable std::vector<uint8_t> chain_known_;
   std::vector<Classified> classified_;

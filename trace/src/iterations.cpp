@@ -300,10 +300,29 @@ void measure_periods(const Timeline& timeline, const NameClasses& names, Analysi
   for (size_t k = 0; k < n; ++k) {
     if (gpu_first[k] < 0) gpu_first[k] = steps[k].gpu_start_ns;
   }
+  // The last step has no successor: its host side ends at its marker's end, unless it is the only step and
+  // records nothing for most of its length (with several steps, a cut-short last one is found below). A ProfilerStep left open when profiling stopped is closed at the stop, which may
+  // be seconds after its last event; that tail records nothing and is no part of the iteration.
+  int64_t last_content_end = std::numeric_limits<int64_t>::min();
+  if (n > 0) {
+    for (EventIndex i = 0; i < events.size(); ++i) {
+      if (analysis.event_step[i] != n - 1 || i == steps[n - 1].marker) continue;
+      const EventKind kind = events.kind[i];
+      if (kind == EventKind::MemoryInstant || kind == EventKind::Instant || kind == EventKind::Other) continue;
+      last_content_end = std::max(last_content_end, events.end_ns(i));
+    }
+  }
   std::vector<int64_t> host_periods, gpu_periods;
   for (size_t k = 0; k < n; ++k) {
     Step& step = steps[k];
-    int64_t host = k + 1 < n ? steps[k + 1].start_ns - step.start_ns : step.end_ns - step.start_ns;
+    int64_t host_end = step.end_ns;
+    // Only a tail longer than everything recorded before it: a loop's own idle at the end of its last
+    // iteration is real time, a step that records nothing for most of its length was closed by the stop.
+    if (n == 1 && last_content_end > step.start_ns && last_content_end < host_end &&
+        host_end - last_content_end > last_content_end - step.start_ns) {
+      host_end = last_content_end;
+    }
+    int64_t host = k + 1 < n ? steps[k + 1].start_ns - step.start_ns : host_end - step.start_ns;
     int64_t gpu = 0;
     if (gpu_first[k] >= 0) {
       gpu = k + 1 < n && gpu_first[k + 1] >= 0 ? gpu_first[k + 1] - gpu_first[k] : step.gpu_end_ns - gpu_first[k];
@@ -320,6 +339,16 @@ void measure_periods(const Timeline& timeline, const NameClasses& names, Analysi
   const bool gpu_paced = middle(gpu_periods) > middle(host_periods);
   for (size_t k = 0; k < n; ++k) {
     steps[k].period_start_ns = gpu_paced && gpu_first[k] >= 0 ? gpu_first[k] : steps[k].start_ns;
+  }
+  // A whole-window "step" has no iteration boundaries, only the moments profiling started and stopped:
+  // the host waiting at the opening for work queued before profiling, or setting up before the first
+  // launch, is no part of the GPU work measured. It is timed from its first GPU op to the end of its last.
+  if (analysis.step_source == StepSource::WholeWindow && n == 1 && steps[0].gpu_start_ns >= 0 &&
+      steps[0].gpu_end_ns > steps[0].gpu_start_ns) {
+    steps[0].period_start_ns = steps[0].gpu_start_ns;
+    steps[0].period_ns = steps[0].gpu_end_ns - steps[0].gpu_start_ns;
+    analysis.step_note += "; timed from its first GPU op to the end of its last (the window's edges are where "
+                          "profiling started and stopped)";
   }
   if (n < 2) return;
   // The last step has no successor to measure against: when profiling stopped inside it, it holds far

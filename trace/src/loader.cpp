@@ -166,6 +166,15 @@ class TraceParser {
   std::string first_malformed_;
   std::string first_syntax_error_;
   size_t syntax_warnings_ = 0;
+  const std::function<void(uint64_t, uint64_t)>* on_bytes_ = nullptr;  // LoadOptions::on_bytes_parsed
+  size_t bytes_reported_ = 0;
+  void report_bytes(size_t pos) {
+    constexpr size_t kEvery = size_t{1} << 20;  // a call per MiB at most: the display refreshes 4 times a second
+    if (on_bytes_ && *on_bytes_ && (pos >= bytes_reported_ + kEvery || pos == size_)) {
+      bytes_reported_ = pos;
+      (*on_bytes_)(pos, size_);
+    }
+  }
   size_t extent_scan_budget_ = 0;  // set in run(): bytes the long event-extent scans may read in all
 
   // Direct-mapped cache in front of the string pool: names repeat, and a cheap hash of length and end
@@ -548,6 +557,7 @@ size_t TraceParser::parse_event_list(size_t pos) {
   bool first = true;
   size_t single_until = 0;  // after a window fails in stage 1, events up to here are read one by one
   while (true) {
+    report_bytes(pos);
     pos = detail::skip_space(data_, size_, pos);
     if (pos >= size_) {
       list_cut_ = true;
@@ -906,7 +916,9 @@ std::variant<Timeline, LoadError> TraceParser::run(const LoadOptions& options) {
   events.args_offset.reserve(estimate);
   events.args_length.reserve(estimate);
 
+  on_bytes_ = &options.on_bytes_parsed;
   if (auto error = parse_top_level()) return LoadError{*error};
+  report_bytes(size_);
   const LoadStats& stats = timeline_.stats;
   if (object_form_ && !saw_event_list_) {
     return LoadError{label_ + ": no \"traceEvents\" list: this JSON is not a PyTorch profiler trace"};

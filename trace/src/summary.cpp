@@ -208,8 +208,7 @@ Summary summarize(const Analysis& analysis, size_t top_n) {
   summary.top_kernels = top_by_time(timeline, kernel_count, kernel_total, top_n);
   summary.top_cpu_ops = top_by_time(timeline, op_count, op_total, top_n);
 
-  for (IdleCause cause : {IdleCause::Sync, IdleCause::DataLoader, IdleCause::LaunchBound, IdleCause::CpuWork,
-                          IdleCause::Untraced}) {
+  for (IdleCause cause : kIdleCauses) {
     int64_t ns = 0;
     for (const IdleGap& gap : analysis.idle) {
       if (gap.cause == cause && analysis.is_steady(gap.step)) ns += gap.duration_ns();

@@ -32,6 +32,9 @@ struct ThresholdInfo {
   std::string doc;
 };
 
+// A rule's `short_fix` fits one 80-column line after the text report's "   = help: ".
+inline constexpr size_t kShortFixColumns = 66;
+
 struct RuleInfo {
   std::string id;    // PTA101
   std::string name;  // item-sync-in-step
@@ -46,6 +49,7 @@ struct RuleInfo {
   std::string transform = {};  // its fix as what-if transforms (describe_transform), empty when it declares none
   std::string transform_method = {};  // the transform's `method`
   uint8_t needs = 0;          // RuleNeed bits: what a trace must have for the rule to check anything
+  std::string short_fix = {};  // the fix in at most kShortFixColumns, for the default terminal output (empty: none)
 };
 
 // What a rule needs from a trace, derived from what it selects and measures.
@@ -96,7 +100,11 @@ struct Finding {
   std::vector<std::string> tags;
   Site site;
   std::string message;
+  // The message in a few words for the default terminal output: what happens and its one cost, no site
+  // names (the location line shows them); empty when the rule has no `short_message`.
+  std::string short_message;
   std::string fix;
+  std::string short_fix;  // RuleInfo::short_fix
   std::vector<Evidence> evidence;  // up to three
 
   // Measured, per step.

@@ -33,7 +33,9 @@ inline std::vector<Finding> sample_findings() {
   sync.site.op_chain = {"ProfilerStep#3", "aten::item", "aten::_local_scalar_dense"};
   sync.site.source = SourceLocation{"train.py", 42, "train_step"};
   sync.message = ".item() blocks the host until the GPU catches up, every step";
+  sync.short_message = ".item() syncs once per step; GPU idle 2.5 ms/step";
   sync.fix = "keep the value on the device; log it every N steps";
+  sync.short_fix = "log it every N steps";
   sync.evidence = {sample_evidence(3, 1700000000123, 50000, "aten::_local_scalar_dense", "pid 4242 tid 4242"),
                    sample_evidence(4, 1700000025123, 52000, "aten::_local_scalar_dense", "pid 4242 tid 4242")};
   sync.count_per_step = 1;

@@ -28,32 +28,48 @@ TEST_CASE("text report: at most four lines per finding, one cost and one saving,
   report.suppressed = 1;
   CHECK(printed(report, OutputFormat::Text) ==
         "ptadvise: run/trace.json\n"
-        "  NVIDIA A100-SXM4-80GB, 8 steps (ProfilerStep markers), step time 25.000 ms,\n"
-        "    GPU busy 61.5%\n"
+        "  NVIDIA A100-SXM4-80GB, 8 steps of 25.000 ms (ProfilerStep markers)\n"
+        "  GPU busy 61.5%\n"
         "  coverage: 19 of 20 rules checked this trace; 1 could not: no Python stacks\n"
         "    (PTA111)\n"
-        "  recoverable: ~5.800 ms per step (23.2% of step time) from 3 findings, each\n"
-        "    nanosecond claimed once\n"
+        "  recoverable: ~5.80 ms/step (23.2%) from 3 findings, no time counted twice\n"
         "\n"
-        "#1 warning[PTA101] item-sync-in-step: .item() blocks the host until the GPU\n"
-        "    catches up, every step\n"
+        "#1 warning[PTA101] item-sync-in-step: saves ~2.50 ms/step (10.0%)\n"
+        "    .item() syncs once per step; GPU idle 2.5 ms/step\n"
         "  --> train.py:42 in train_step (aten::item > aten::_local_scalar_dense)\n"
-        "   = saves ~2.500 ms/step (10.0%, high confidence); costs 2.500 ms/step, 1\u00d7/step\n"
         "   = help: keep the value on the device; log it every N steps\n"
         "\n"
-        "#2 warning[PTA001] h2d-copy-every-step: a 4 KiB host tensor is copied to the GPU\n"
-        "    in every step\n"
+        "#2 warning[PTA001] h2d-copy-every-step: saves ~1 ms/step (4.0%)\n"
+        "    a 4 KiB host tensor is copied to the GPU in every step\n"
         "  --> aten::to > aten::_to_copy > aten::copy_ > Memcpy HtoD (Pageable -> Device)\n"
-        "   = saves ~1.000 ms/step (4.0%, medium confidence); costs 1.200 ms/step,\n"
-        "     2\u00d7/step\n"
         "   = help: create the tensor once on the device\n"
         "\n"
-        "#3 info[PTA103] tiny-kernel-storm: 62% of kernels run for less than 10 us\n"
-        "   = saves ~1.000 ms/step (4.0%, low confidence); costs 3.000 ms/step, 480\u00d7/step\n"
+        "#3 info[PTA103] tiny-kernel-storm: saves ~1 ms/step (4.0%)\n"
+        "    62% of kernels run for less than 10 us\n"
         "   = help: fuse kernels with torch.compile\n"
         "\n"
         "Found 3 findings, 2 failing (--fail-on warning). 1 suppressed by `# ptadvise:\n"
         "ignore` comments.\n");
+}
+
+TEST_CASE("text report: a line that would wrap gets the shorter text, never a cut number") {
+  Report report = testing::sample_report();
+  report.traces[0].findings.resize(1);
+  report.traces[0].new_finding.resize(1);
+  Finding& f = report.traces[0].findings[0];
+  f.site.source = SourceLocation{"/home/someone/projects/a/very/deep/checkout/of/the/model/code/train.py", 1234,
+                                 "a_rather_long_function_name"};
+  f.fix = "keep the value on the device and read it only every N steps, for example when logging the loss";
+  std::ostringstream out;
+  PrintOptions options;
+  options.width = 60;
+  print_text(report, out, options);
+  CHECK(out.str().find("\n\n"
+                       "#1 warning[PTA101]: saves ~2.50 ms/step (10.0%)\n"
+                       "    .item() syncs once per step; GPU idle 2.5 ms/step\n"
+                       "  --> \u2026/train.py:1234 (\u2026 > aten::_local_scalar_dense)\n"
+                       "   = help: log it every N steps\n"
+                       "\n") != std::string::npos);
 }
 
 TEST_CASE("text report: --verbose keeps every evidence item; --concise is one line per finding") {
@@ -95,6 +111,7 @@ TEST_CASE("text report: no line wider than the width, long words split rather th
   report.traces[0].findings[0].message =
       "a kernel named sm80_xmma_gemm_f16f16_f16f32_f32_tn_n_tilesize128x128x32_stage4_warpsize2x2x1_tensor16x8x16 "
       "runs 123456.789 ms";
+  report.traces[0].findings[0].short_message.clear();  // the default output shows the message then
   for (size_t width : {40u, 60u, 80u, 120u}) {
     CAPTURE(width);
     PrintOptions options;
@@ -114,6 +131,7 @@ TEST_CASE("text report: no line wider than the width, long words split rather th
 TEST_CASE("text report: control characters from trace names never reach the terminal raw") {
   Report report = testing::sample_report();
   report.traces[0].findings[0].message = "evil \x1b[2J\rname\x07 and \xc2\x9b" "31m";
+  report.traces[0].findings[0].short_message = report.traces[0].findings[0].message;
   report.traces[0].findings[0].evidence[0].event = "ev\x1b]0;title\x07";
   for (TextDetail detail : {TextDetail::Concise, TextDetail::Default, TextDetail::Verbose}) {
     PrintOptions options;

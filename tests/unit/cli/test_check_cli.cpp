@@ -75,7 +75,7 @@ TEST_CASE("check: exit codes for findings, --exit-zero, --fail-on and clean trac
   CHECK(found.out.find("warning[PTX901] scalar-read-in-step") != std::string::npos);
   CHECK(found.out.find("  --> train.py:18 in forward") != std::string::npos);
   CHECK(found.out.find("   = help: ") != std::string::npos);
-  CHECK(found.out.find("   = saves ~") != std::string::npos);
+  CHECK(found.out.find("scalar-read-in-step: saves ~") != std::string::npos);
   CHECK(found.out.find('\x1b') == std::string::npos);  // not a terminal: no colour
   // FORCE_COLOR / CLICOLOR_FORCE turn colour on without a terminal; NO_COLOR and --color never win.
   CHECK(ptadvise_cli(check(dir) + "'" + kSync + "'", dir.path(), "FORCE_COLOR=1").out.find('\x1b') != std::string::npos);
@@ -173,13 +173,13 @@ TEST_CASE("check: kernel family tables from --kernel-families and the configurat
   CHECK(shipped.exit_code == 1);
   CHECK(shipped.out.find("[PTA103]") != std::string::npos);
   // The header splits the busy share: a waiting GPU is not a busy one.
-  CHECK(shipped.out.find("GPU busy 39.4% (compute 35.2%, communication 0.0%, copies 4.2%)") != std::string::npos);
+  CHECK(shipped.out.find("GPU busy 39.4%: compute 35.2%, communication 0.0%, copies 4.2%\n") != std::string::npos);
   dir.write("all-communication.yaml", "rules:\n  - family: communication\n    glob: '*'\n");
   Run user = ptadvise_cli("check --select tiny-kernel-storm --kernel-families all-communication.yaml '" + storm + "'",
                           dir.path(), "COLUMNS=200");
   CHECK(user.exit_code == 0);
   CHECK(user.out.find("[PTA103]") == std::string::npos);
-  CHECK(user.out.find("GPU busy 39.4% (compute 0.0%, communication 35.2%, copies 4.2%)") != std::string::npos);
+  CHECK(user.out.find("GPU busy 39.4%: compute 0.0%, communication 35.2%, copies 4.2%\n") != std::string::npos);
   Run json = ptadvise_cli("check --format json --kernel-families all-communication.yaml '" + storm + "'", dir.path());
   const auto shares = nlohmann::json::parse(json.out)["traces"][0];
   CHECK(shares["compute_busy_pct"] == 0);
@@ -391,4 +391,23 @@ TEST_CASE("check: every format says which rules could not check a CPU-only trace
   Run junit = ptadvise_cli("check --exit-zero --format junit '" + cpu + "'", dir.path());
   CHECK(junit.out.find("skipped=\"14\"") != std::string::npos);
   CHECK(junit.out.find("<skipped message=\"could not check this trace: no GPU activity\" />") != std::string::npos);
+}
+
+TEST_CASE("check: --no-whatif skips the replay; savings and predictions come from the ledger") {
+  TempDir dir;
+  const std::string loader = scenario("05_dataloader_num_workers_0");
+  Run with = ptadvise_cli("check --format json --exit-zero --select PTA106 '" + loader + "'", dir.path());
+  Run without = ptadvise_cli("check --format json --exit-zero --no-whatif --select PTA106 '" + loader + "'", dir.path());
+  REQUIRE(with.exit_code == 0);
+  REQUIRE(without.exit_code == 0);
+  const auto replayed = nlohmann::json::parse(with.out)["traces"][0];
+  const auto ledger = nlohmann::json::parse(without.out)["traces"][0];
+  CHECK(replayed["whatif"]["available"] == true);
+  CHECK(replayed["whatif"]["predicted_step_ms_all_fixes"].get<double>() == doctest::Approx(4.067));
+  CHECK(replayed["findings"][0]["saving_basis"] == "ledger+replay");
+  CHECK(ledger["whatif"]["available"] == false);
+  const auto& finding = ledger["findings"][0];
+  CHECK(finding["saving_basis"] == "ledger");
+  CHECK(finding["predicted_step_ms"].get<double>() ==
+        doctest::Approx(ledger["step_ms"].get<double>() - finding["saving_ms_per_step"].get<double>()).epsilon(0.001));
 }

@@ -74,7 +74,7 @@ TEST_CASE("a valid rule loads with its metadata and thresholds") {
 TEST_CASE("unknown keys are errors naming line, column and key") {
   CHECK(error_of(replace_line(kValid, 6, "fix: Do not.\nfixes: x")) ==
         "r.yaml:7:1: fixes: unknown key; expected one of id, name, severity, tags, summary, fix, docs, order, "
-        "thresholds, select, group, metrics, when, message, saving, tests, transform");
+        "thresholds, select, group, metrics, when, message, short_message, short_fix, saving, tests, transform");
   CHECK(error_of(replace_line(kValid, 11, "  syncs: {kind: cpu_op, nam: x}")) ==
         "r.yaml:11:25: select.syncs.nam: unknown key; expected one of kind, name, exclude_name, family, "
         "exclude_family, inside, not_inside, min_dur, max_dur, in_step, after_first_step, in_warmup, waits_for_gpu, "
@@ -179,4 +179,36 @@ TEST_CASE("duplicate ids and names across files are errors") {
   CHECK(std::get<RuleSet>(result).infos().size() == 2);
   CHECK(std::holds_alternative<RuleError>(ptadvise::load_rules({(dir / "missing").string()})));
   fs::remove_all(dir);
+}
+
+TEST_CASE("short_message and short_fix: the default text report's forms, checked like the rest") {
+  auto result = ptadvise::load_rule_text(
+      replace_line(replace_line(kValid, 14, "message: \"{site.op} {count} per step\"\nshort_message: \"{count} per step\""), 6,
+                   "fix: Do not.\nshort_fix: Stop."),
+      "r.yaml");
+  REQUIRE(std::holds_alternative<RuleSet>(result));
+  CHECK(std::get<RuleSet>(result).infos()[0].short_fix == "Stop.");
+  CHECK(error_of(replace_line(kValid, 14, "message: x\nshort_message: \"{nope}\"")) ==
+        "r.yaml:15:16: short_message: unknown placeholder {nope}; expected a metric, threshold or built-in name, "
+        "site.op, site.kernel, site.name, site.source, site.op_chain, idle_causes or idle_culprits");
+  CHECK(error_of(replace_line(kValid, 6, "fix: Do not.\nshort_fix: " + std::string(67, 'x'))) ==
+        "r.yaml:7:12: short_fix: expected at most 66 characters (it is one line of the text report), got 67");
+}
+
+TEST_CASE("every shipped rule has a short_message and a short_fix") {
+  size_t rules = 0;
+  for (const char* directory : {"/rules.d", "/rules.d/job"}) {
+    for (const auto& entry : std::filesystem::recursive_directory_iterator(std::string(PTADVISE_SOURCE_DIR) + directory)) {
+      if (entry.path().extension() != ".yaml" || entry.path().parent_path().extension() == ".tests") continue;
+      if (std::string(directory) == "/rules.d" && entry.path().parent_path().filename() == "job") continue;
+      std::ifstream in(entry.path());
+      const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+      if (text.find("\nid: ") == std::string::npos && text.rfind("id: ", 0) != 0) continue;
+      CAPTURE(entry.path().string());
+      ++rules;
+      CHECK(text.find("\nshort_message: ") != std::string::npos);
+      CHECK(text.find("\nshort_fix: ") != std::string::npos);
+    }
+  }
+  CHECK(rules == 27);
 }

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <iterator>
 #include <optional>
 #include <string>
 #include <unordered_map>
@@ -47,8 +48,19 @@ struct Interval {
 void merge_intervals(std::vector<Interval>& intervals);
 int64_t covered_ns(const std::vector<Interval>& merged, int64_t start, int64_t end);
 
-enum class IdleCause { Sync, DataLoader, LaunchBound, CpuWork, Untraced };
-std::string_view to_string(IdleCause cause);  // "sync", "data-loader", "launch-bound", "cpu-work", "untraced"
+// GraphCapture: the launching thread is recording CUDA/HIP graphs (stream capture): the kernels it
+// "launches" are recorded, not run, so the GPU idles by design and nothing is there to recover.
+// ExternalWait: the host is blocked in a synchronising call while the GPU idles, but not because the host
+// starved it: the op that ends the gap was queued before the call began (over 100 us earlier), or no traced
+// GPU work completes during the call (over 1 ms). The GPU waits for work the trace does not show (queued
+// before profiling started, another process, an untraced stream); removing the call gives nothing back.
+enum class IdleCause { Sync, DataLoader, LaunchBound, CpuWork, Untraced, GraphCapture, ExternalWait };
+inline constexpr IdleCause kIdleCauses[] = {IdleCause::Sync,     IdleCause::DataLoader,   IdleCause::LaunchBound,
+                                            IdleCause::CpuWork,  IdleCause::Untraced,     IdleCause::GraphCapture,
+                                            IdleCause::ExternalWait};
+inline constexpr size_t kIdleCauseCount = std::size(kIdleCauses);
+// "sync", "data-loader", "launch-bound", "cpu-work", "untraced", "graph-capture", "external-wait"
+std::string_view to_string(IdleCause cause);
 
 // One GPU idle gap inside a step, charged once to its cause. `culprit` is the host event responsible
 // (the sync call's enclosing CPU op, the DataLoader __next__ annotation, the CPU op running, ...).
@@ -164,7 +176,7 @@ struct StepBreakdown {
   double period_ms = 0;
   bool steady = true;  // false for warm-up and a cut-short last step (left out of every other figure)
   double compute_ms = 0, communication_ms = 0, copy_ms = 0;  // copies and memsets
-  double idle_ms[5] = {0, 0, 0, 0, 0};  // the ledger by IdleCause, in enum order
+  double idle_ms[kIdleCauseCount] = {};  // the ledger by IdleCause, in enum order
 };
 
 struct Summary {

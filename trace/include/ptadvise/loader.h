@@ -22,6 +22,9 @@ struct LoadOptions {
   // Called by load_traces after each file: (files loaded, files in this path, uncompressed bytes of the
   // file), for progress displays.
   std::function<void(size_t, size_t, uint64_t)> on_file_loaded;
+  // Called while the event list of a file is parsed, about once per MiB: (bytes parsed, bytes in the file
+  // once uncompressed), for progress displays within a large file.
+  std::function<void(uint64_t, uint64_t)> on_bytes_parsed;
 };
 
 // Loads one trace file ("-" reads stdin; pipes such as `<(zcat t.json.gz)` work too). Recoverable problems (truncation, malformed events) land in Timeline::stats.

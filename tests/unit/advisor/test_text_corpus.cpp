@@ -1,0 +1,81 @@
+// The default text report on every trace of ../shared/traces at 80 columns: at most four lines per
+// finding, no line wider than 80 columns, every shipped rule's finding in its short form.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <filesystem>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "ptadvise/advisor.h"
+#include "temp_dir.h"
+
+// Needs ../shared/traces: ctest runs this suite as the `corpus` test, reported skipped without it.
+TEST_SUITE_BEGIN("corpus");
+
+namespace {
+
+std::vector<std::string> corpus_traces() {
+  const std::filesystem::path corpus = std::string(PTADVISE_SHARED_DIR) + "/traces";
+  std::vector<std::string> traces;
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator(corpus, ec)) {
+    const std::string name = entry.path().filename().string();
+    if (name.ends_with(".json") || name.ends_with(".json.gz")) traces.push_back(entry.path().string());
+  }
+  std::sort(traces.begin(), traces.end());
+  return traces;
+}
+
+}  // namespace
+
+TEST_CASE("corpus: the default text report gives each finding at most 4 lines of at most 80 columns") {
+  const std::vector<std::string> traces = corpus_traces();
+  if (traces.empty()) {
+    MESSAGE("skipped: the trace corpus " << PTADVISE_SHARED_DIR << "/traces is not there");
+    return;
+  }
+  setenv("COLUMNS", "80", 1);  // what a pipe gets anyway; set so that a caller's COLUMNS does not count
+  size_t findings = 0, lines_in_findings = 0, most_lines = 0;
+  for (const std::string& trace : traces) {
+    CAPTURE(trace);
+    ptadvise::CheckOptions options;
+    options.traces = {trace};
+    options.exit_zero = true;
+    options.accept_partial = true;
+    options.threads = 1;
+    std::ostringstream out, err;
+    REQUIRE(ptadvise::run_check(options, out, err) == 0);
+    std::istringstream text(out.str());
+    size_t in_finding = 0;  // lines of the finding being read, 0 outside findings
+    auto close = [&] {
+      if (in_finding == 0) return;
+      ++findings;
+      lines_in_findings += in_finding;
+      most_lines = std::max(most_lines, in_finding);
+      in_finding = 0;
+    };
+    for (std::string line; std::getline(text, line);) {
+      CAPTURE(line);
+      CHECK(ptadvise::testing::columns(line) <= 80);
+      if (line.starts_with("#") && line.find('[') != std::string::npos) {
+        close();
+        in_finding = 1;
+      } else if (line.empty()) {
+        close();
+      } else if (in_finding > 0) {
+        ++in_finding;
+        CHECK(in_finding <= 4);
+      }
+    }
+    close();
+  }
+  unsetenv("COLUMNS");
+  CHECK(findings > 50);  // the corpus has findings on most traces: an empty count means the parse broke
+  MESSAGE(findings << " findings, " << static_cast<double>(lines_in_findings) / static_cast<double>(findings)
+                   << " lines each on average, at most " << most_lines);
+}
+
+TEST_SUITE_END();
