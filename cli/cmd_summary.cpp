@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "commands.h"
+#include "ptadvise/advisor.h"
 #include "ptadvise/analysis.h"
 #include "ptadvise/loader.h"
 #include "ptadvise/rules.h"
@@ -27,7 +28,7 @@ struct SummaryOptions {
 };
 
 void run_summary(const SummaryOptions& options) {
-  auto loaded = load_traces(options.traces);
+  auto loaded = load_traces_with_progress(options.traces);
   if (auto* error = std::get_if<LoadError>(&loaded)) {
     print_error(error->message);
     exit_code() = kExitInputError;

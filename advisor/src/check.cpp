@@ -344,7 +344,7 @@ int run(const CheckOptions& options, std::ostream& out, std::ostream& err) {
 }
 
 Timeline load_one(const std::string& path, bool accept_partial, std::ostream& err) {
-  auto loaded = load_traces({path});
+  auto loaded = load_traces_with_progress({path});
   if (auto* error = std::get_if<LoadError>(&loaded)) throw Failure{error->message};
   auto& timelines = std::get<std::vector<Timeline>>(loaded);
   if (timelines.empty()) throw Failure{path + ": no trace found"};
@@ -388,7 +388,7 @@ int diff(const DiffOptions& options, std::ostream& out, std::ostream& err) {
   } else if (options.format == "markdown") {
     print_diff_markdown(report, out);
   } else {
-    print_diff_text(report, out);
+    print_diff_text(report, out, text_width(out));
   }
   out.flush();
   return report.regressed() ? kFailing : kClean;

@@ -47,6 +47,7 @@ RankResult check_file(const std::string& path, const RankCheck& check, const Loa
   trace.has_gpu = !analysis.devices.empty();
   trace.warnings = timeline.stats.warnings;
   if (partial) trace.warnings.push_back(*partial);
+  for (const std::string& note : unexplained_idle_notes(summary)) trace.warnings.push_back(timeline.path + ": " + note);
   EvaluateOptions selection = check.selection;
   selection.predict = false;  // predicted below, with the graph the trace's replay uses
   trace.findings = evaluate(check.rules, analysis, selection, &trace.coverage);

@@ -2,6 +2,7 @@
 #include <ostream>
 
 #include "format.h"
+#include "text_layout.h"
 #include "json_doc.h"
 #include "ptadvise/schema_versions.h"
 #include "ptadvise/advisor.h"
@@ -19,19 +20,32 @@ std::string signed_ms(double ms) { return (ms >= 0 ? "+" : "") + fixed(ms, 3) + 
 
 std::string signed_pct(double pct) { return (pct >= 0 ? "+" : "") + fixed(pct, 1) + "%"; }
 
-void print_changes_text(const char* title, const std::vector<TimeChange>& changes, std::ostream& out) {
+// "  +3.156 ms  NAME  (0.000 -> 3.156 ms)" in `width` columns: a long kernel name loses its middle, the
+// numbers stay whole.
+void print_changes_text(const char* title, const std::vector<TimeChange>& changes, std::ostream& out, size_t width) {
   out << title << (changes.empty() ? ": no change\n" : ":\n");
   for (const auto& c : changes) {
-    out << "  " << signed_ms(c.delta_ms()) << "  " << visible(c.name) << "  (" << fixed(c.base_ms_per_step, 3)
-        << " -> " << fixed(c.new_ms_per_step, 3) << " ms)\n";
+    const std::string head = "  " + signed_ms(c.delta_ms()) + "  ";
+    const std::string tail = "  (" + fixed(c.base_ms_per_step, 3) + " -> " + fixed(c.new_ms_per_step, 3) + " ms)";
+    const size_t fixed_columns = text::columns(head) + text::columns(tail);
+    const size_t room = width > fixed_columns + 16 ? width - fixed_columns : 16;
+    const std::string name = text::elide_middle(visible(c.name), room);
+    if (text::columns(head + name + tail) <= width) {
+      out << head << name << tail << "\n";
+    } else {  // a terminal too narrow even for the numbers
+      text::wrapped(out, head, text::columns(head), name + tail, width, 4);
+    }
   }
 }
 
-void print_findings_text(const char* title, char sign, const std::vector<Finding>& findings, std::ostream& out) {
+void print_findings_text(const char* title, char sign, const std::vector<Finding>& findings, std::ostream& out,
+                         size_t width) {
   out << title << " (" << findings.size() << ")" << (findings.empty() ? "\n" : ":\n");
   for (const auto& f : findings) {
-    out << "  " << sign << " " << f.rule_id << " " << f.rule_name << ": " << visible(describe_site(f.site)) << " (~"
-        << fixed(f.saving_ms_per_step, 3) << " ms per step)\n";
+    text::wrapped(out, std::string("  ") + sign + " ", 4,
+                  f.rule_id + " " + f.rule_name + ": " + visible(describe_site(f.site)) + " (~" +
+                      format::short_number(f.saving_ms_per_step) + " ms/step)",
+                  width, 6);
   }
 }
 
@@ -89,16 +103,16 @@ void print_changes_markdown(const char* title, const std::vector<TimeChange>& ch
 
 }  // namespace
 
-void print_diff_text(const DiffReport& diff, std::ostream& out) {
-  out << "ptadvise diff: " << visible(diff.base_path) << " -> " << visible(diff.new_path) << "\n";
+void print_diff_text(const DiffReport& diff, std::ostream& out, size_t width) {
+  text::wrapped(out, "ptadvise diff: ", 15, visible(diff.base_path) + " -> " + visible(diff.new_path), width, 4);
   out << "step time: " << fixed(diff.base_step_ms, 3) << " ms -> " << fixed(diff.new_step_ms, 3) << " ms ("
       << signed_pct(diff.step_change_pct) << "); "
       << (diff.regressed() ? "REGRESSION above " : "within ") << fixed(diff.max_regression_pct, 1) << "%\n\n";
-  print_findings_text("findings that appeared", '+', diff.appeared, out);
-  print_findings_text("findings that disappeared", '-', diff.disappeared, out);
+  print_findings_text("findings that appeared", '+', diff.appeared, out, width);
+  print_findings_text("findings that disappeared", '-', diff.disappeared, out, width);
   out << "\n";
-  print_changes_text("GPU kernel time per step, biggest changes", diff.kernels, out);
-  print_changes_text("CPU op time per step (inclusive), biggest changes", diff.ops, out);
+  print_changes_text("GPU kernel time per step, biggest changes", diff.kernels, out, width);
+  print_changes_text("CPU op time per step (inclusive), biggest changes", diff.ops, out, width);
 }
 
 void print_diff_markdown(const DiffReport& diff, std::ostream& out) {

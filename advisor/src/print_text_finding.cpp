@@ -38,17 +38,6 @@ std::vector<std::string> chain_candidates(const std::vector<std::string>& chain)
   return out;
 }
 
-// At most `limit` columns, the middle replaced by "…" (for names: file paths, ops, kernels).
-std::string elide_middle(const std::string& text, size_t limit) {
-  std::vector<size_t> starts;
-  for (size_t i = 0; i < text.size(); ++i) {
-    if ((static_cast<unsigned char>(text[i]) & 0xC0) != 0x80) starts.push_back(i);
-  }
-  if (starts.size() <= limit || limit < 3) return text;
-  const size_t head = (limit - 1) / 2, tail = limit - 1 - head;
-  return text.substr(0, starts[head]) + "\u2026" + text.substr(starts[starts.size() - tail]);
-}
-
 // Where the finding is, most informative first; empty for a whole-trace finding (the header names the
 // file).
 std::vector<std::string> location_candidates(const Finding& f) {

@@ -8,6 +8,7 @@
 #include <string_view>
 
 #include "format.h"
+#include "ptadvise/advisor.h"
 
 namespace ptadvise {
 
@@ -86,6 +87,15 @@ void Progress::update(size_t done, uint64_t bytes) {
   bytes_ = bytes;
 }
 
+void Progress::update(size_t done, uint64_t bytes, size_t total, uint64_t total_bytes) {
+  if (!enabled_) return;
+  std::lock_guard lock(mutex_);
+  done_ = done;
+  bytes_ = bytes;
+  total_ = total;
+  total_bytes_ = total_bytes;
+}
+
 void Progress::finish() {
   if (!enabled_) return;
   std::lock_guard lock(mutex_);
@@ -131,6 +141,27 @@ void Progress::run() {
     shown_ = true;
     drawn_ = now;
   }
+}
+
+std::variant<std::vector<Timeline>, LoadError> load_traces_with_progress(const std::vector<std::string>& paths) {
+  Progress progress(progress_wanted());
+  progress.start("loading", "traces", 0, 0);
+  // Bytes count the uncompressed JSON: those of the traces loaded, plus the part parsed of the current one.
+  size_t loaded = 0, expected = 0;
+  uint64_t bytes_before = 0;
+  LoadOptions options;
+  options.on_bytes_parsed = [&](uint64_t parsed, uint64_t size) {
+    progress.update(loaded, bytes_before + parsed, expected, bytes_before + size);
+  };
+  options.on_file_loaded = [&](size_t done_in_path, size_t files_in_path, uint64_t bytes) {
+    if (done_in_path == 1) expected += files_in_path;
+    ++loaded;
+    bytes_before += bytes;
+    progress.update(loaded, bytes_before, expected, bytes_before);
+  };
+  auto result = load_traces(paths, options);
+  progress.finish();
+  return result;
 }
 
 }  // namespace ptadvise

@@ -26,6 +26,8 @@ class Progress {
   void start(std::string what, std::string unit, size_t total, uint64_t total_bytes);
   // `done` units finished and `bytes` read so far. Safe to call from several threads.
   void update(size_t done, uint64_t bytes);
+  // The same, when the totals become known only as the work goes on.
+  void update(size_t done, uint64_t bytes, size_t total, uint64_t total_bytes);
   void finish();
 
  private:

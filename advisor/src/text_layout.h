@@ -37,6 +37,8 @@ size_t columns(std::string_view text);
 void wrapped(std::ostream& out, const std::string& prefix, size_t prefix_columns, std::string_view body, size_t width,
              size_t indent);
 
+using ptadvise::elide_middle;  // finding.h: names lose their middle, numbers never
+
 // How many lines `wrapped` writes for the same arguments.
 size_t wrapped_lines(size_t prefix_columns, std::string_view body, size_t width, size_t indent);
 

@@ -404,6 +404,15 @@ std::string format_number(double value) {
     std::snprintf(buffer, sizeof buffer, "%.0f", value);  // ranks, counts
     return buffer;
   }
+  if (magnitude > 0 && magnitude < 0.1) {
+    // Three significant digits in plain decimals ("0.00008", never "0.000"), trailing zeros dropped.
+    const int decimals = std::min(12, 2 - static_cast<int>(std::floor(std::log10(magnitude))));
+    std::snprintf(buffer, sizeof buffer, "%.*f", decimals, value);
+    std::string text = buffer;
+    while (text.back() == '0') text.pop_back();
+    if (text.back() == '.') text.pop_back();
+    return text;
+  }
   const int decimals = magnitude >= 100 ? 0 : magnitude >= 10 ? 1 : magnitude >= 1 ? 2 : 3;
   std::snprintf(buffer, sizeof buffer, "%.*f", decimals, value);
   return buffer;

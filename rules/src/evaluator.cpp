@@ -92,17 +92,6 @@ std::string format_number(double value) {
   return buffer;
 }
 
-// "aten::very_long…_op_name": at most `columns` code points, the middle replaced by an ellipsis.
-std::string elide_middle(const std::string& text, size_t columns) {
-  std::vector<size_t> starts;  // byte offset of each code point
-  for (size_t i = 0; i < text.size(); ++i) {
-    if ((static_cast<unsigned char>(text[i]) & 0xC0) != 0x80) starts.push_back(i);
-  }
-  if (starts.size() <= columns || columns < 3) return text;
-  const size_t head = (columns - 1) / 2, tail = columns - 1 - head;
-  return text.substr(0, starts[head]) + "\u2026" + text.substr(starts[starts.size() - tail]);
-}
-
 std::string format_bytes(double value) {
   if (std::isnan(value)) return "n/a";
   const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};

@@ -60,8 +60,8 @@ grep -q '"Call stack"' "${traces[0]}" || fail "the trace has no Python stacks"
 grep -q '"Input Dims"' "${traces[0]}" || fail "the trace has no input shapes"
 line=$(grep -n "criterion = nn.NLLLoss" "$here/loss_built_in_step.py" | cut -d: -f1)
 if "$ptadvise" explain PTA111 >/dev/null 2>&1; then
-  grep -q "PTA111\] object-built-in-step: 1 PyTorch objects per step are constructed at [^ ]*loss_built_in_step.py:$((line - 1)) " \
-    "$work/stdout" || fail "no PTA111 (object-built-in-step) finding at loss_built_in_step.py:$((line - 1))"
+  grep -A2 "PTA111\] object-built-in-step: saves " "$work/stdout" | grep -q -- "--> [^ ]*loss_built_in_step.py:$((line - 1)) " ||
+    fail "no PTA111 (object-built-in-step) finding at loss_built_in_step.py:$((line - 1))"
 fi
 
 echo "ok"

@@ -2,7 +2,9 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <cstdio>
 #include <limits>
+#include <string>
 
 #include "analysis_detail.h"
 
@@ -218,6 +220,41 @@ Summary summarize(const Analysis& analysis, size_t top_n) {
   std::stable_sort(summary.idle_causes.begin(), summary.idle_causes.end(),
                    [](const IdleShare& a, const IdleShare& b) { return a.ms > b.ms; });
   return summary;
+}
+
+std::vector<std::string> unexplained_idle_notes(const Summary& summary) {
+  std::vector<std::string> notes;
+  if (summary.steady_steps == 0 || summary.step_period_ms <= 0 || summary.devices.empty()) return notes;
+  for (const IdleShare& share : summary.idle_causes) {
+    // Per step and device: the ledger sums the devices.
+    const double ms = share.ms / static_cast<double>(summary.steady_steps) / static_cast<double>(summary.devices.size());
+    const double pct = 100.0 * ms / summary.step_period_ms;
+    if (pct < 5.0) continue;
+    char figure[96];
+    std::snprintf(figure, sizeof figure, "%.3g ms per step (%.0f%% of the step)", ms, pct);
+    switch (share.cause) {
+      case IdleCause::Untraced:
+        notes.push_back(std::string("the GPU idles ") + figure +
+                        " while the launching thread records no event: the trace does not say what the host did "
+                        "(Python between ops, or events the file leaves out); no finding counts it as a saving. "
+                        "Record with with_stack=True to see it");
+        break;
+      case IdleCause::GraphCapture:
+        notes.push_back(std::string("the GPU idles ") + figure +
+                        " while the host records CUDA/HIP graphs (stream capture): this part of the trace is a "
+                        "capture, not the workload; profile the graph replays to check them");
+        break;
+      case IdleCause::ExternalWait:
+        notes.push_back(std::string("the GPU idles ") + figure +
+                        " with work queued or awaited that the trace does not show (the host blocks in a "
+                        "synchronising call behind it): work queued before profiling, another process or an "
+                        "untraced stream; no finding counts it as a saving");
+        break;
+      default:
+        break;
+    }
+  }
+  return notes;
 }
 
 }  // namespace ptadvise

@@ -12,6 +12,7 @@
 #include "ptadvise/analysis.h"
 #include "ptadvise/finding.h"
 #include "ptadvise/job.h"
+#include "ptadvise/loader.h"
 #include "ptadvise/rules.h"
 
 namespace ptadvise {
@@ -282,6 +283,11 @@ std::optional<AnnotateError> write_annotated_trace(const std::string& trace_path
 std::string annotation_events(const std::vector<Finding>& findings, const StepPrediction* prediction = nullptr);
 
 // ---------------------------------------------------------------------------------------------------
+// load_traces with a progress line on stderr (traces loaded, bytes parsed, rate, time left) when loading
+// takes more than a second and stderr is a terminal; for `summary`, `diff` and `whatif` (docs/CI.md).
+std::variant<std::vector<Timeline>, LoadError> load_traces_with_progress(const std::vector<std::string>& paths);
+
+// ---------------------------------------------------------------------------------------------------
 // The `check` pipeline as a library call, shared by `ptadvise check` and `ptadvise run`.
 
 struct CheckOptions {
@@ -352,7 +358,8 @@ std::map<std::string, double> cpu_op_ms_per_step(const Analysis& analysis);
 
 DiffReport diff_analyses(const Analysis& base, std::vector<Finding> base_findings, const Analysis& next,
                          std::vector<Finding> next_findings, size_t top_n = 10);
-void print_diff_text(const DiffReport& diff, std::ostream& out);
+// Lines fit `width` columns: long names lose their middle ("…"), numbers are never cut.
+void print_diff_text(const DiffReport& diff, std::ostream& out, size_t width = 80);
 void print_diff_json(const DiffReport& diff, std::ostream& out);
 void print_diff_markdown(const DiffReport& diff, std::ostream& out);
 

@@ -35,6 +35,10 @@ struct ThresholdInfo {
 // A rule's `short_fix` fits one 80-column line after the text report's "   = help: ".
 inline constexpr size_t kShortFixColumns = 66;
 
+// At most `columns` code points, the middle replaced by "…": how short texts (a short_message, the text
+// report's lines) shorten names (ops, kernels, file paths); never used on text with numbers in it.
+std::string elide_middle(const std::string& text, size_t columns);
+
 struct RuleInfo {
   std::string id;    // PTA101
   std::string name;  // item-sync-in-step

@@ -371,3 +371,21 @@ TEST_CASE("output format names") {
   CHECK(relative_path("/a/b/c.py", "/a") == "b/c.py");
   CHECK(relative_path("/x/c.py", "/a") == "/x/c.py");
 }
+
+TEST_CASE("diff text: no line wider than the width; long kernel names lose their middle, numbers stay whole") {
+  DiffReport diff;
+  diff.base_path = "runs/base.json";
+  diff.new_path = "runs/new.json";
+  diff.base_step_ms = 10;
+  diff.new_step_ms = 12.5;
+  diff.step_change_pct = 25;
+  const std::string kernel = "void cudnn::cnn::wgrad_alg0_engine<float, 512, 6, 5, 3, 3, 3, false, 512>(int, int, int, "
+                             "float const*, int, float*, float const*, kernel_grad_params, unsigned long long, int)";
+  diff.kernels.push_back(TimeChange{kernel, 0.0, 3.156});
+  std::ostringstream out;
+  print_diff_text(diff, out, 80);
+  std::istringstream lines(out.str());
+  for (std::string line; std::getline(lines, line);) CHECK(testing::columns(line) <= 80);
+  CHECK(out.str().find("\n  +3.156 ms  void cudnn::cnn::wgrad\u2026nsigned long long, int)  (0.000 -> 3.156 ms)\n") !=
+        std::string::npos);
+}

@@ -74,6 +74,12 @@ TEST_CASE("progress: shown on a terminal within a large trace and across the tra
   CHECK(read_file(dir.file("out")).find("ptadvise: checking") == std::string::npos);  // never on stdout
   CHECK(read_file(dir.file("out")).find("8 steps of") != std::string::npos);
 
+  // summary (and diff) show the loading the same way.
+  const std::string summary = on_terminal(dir, "PTADVISE_PROGRESS_AFTER_MS=0", "summary " + dir.file("big.json"));
+  CAPTURE(summary);
+  CHECK(summary.find("ptadvise: loading ") != std::string::npos);
+  CHECK(summary.find(" MB of ") != std::string::npos);
+
   const std::string ranks = on_terminal(dir, "PTADVISE_PROGRESS_AFTER_MS=0", "check --exit-zero --threads 1 " + dir.file("job"));
   CAPTURE(ranks);
   CHECK(ranks.find("/3 traces, ") != std::string::npos);

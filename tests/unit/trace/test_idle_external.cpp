@@ -1,0 +1,119 @@
+// Idle the traced program cannot give back: graph capture, external waits, and the notes that name them
+// (docs/ANALYSIS.md, "The idle ledger").
+#include <doctest/doctest.h>
+
+#include <string>
+
+#include "ptadvise/analysis.h"
+#include "test_analysis_helpers.h"
+#include "trace_builder.h"
+
+using namespace ptadvise;
+using namespace ptadvise::testing;
+
+namespace {
+
+bool any_note_contains(const std::vector<std::string>& notes, const std::string& text) {
+  for (const std::string& note : notes) {
+    if (note.find(text) != std::string::npos) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+TEST_CASE("ledger: graph-capture — the GPU idles while the host records a CUDA graph") {
+  TraceBuilder trace(Era::Kineto2023);
+  trace.annotation("ProfilerStep#1", 0, 1000);
+  trace.launch("k", 0, 1, 0, 100);
+  trace.runtime("cudaStreamBeginCapture", 150, 5, trace.next_correlation());
+  trace.cpu_op("aten::mm", 160, 400);  // launches into the capture: recorded, never run
+  trace.runtime("cudaLaunchKernel", 170, 5, trace.next_correlation());
+  trace.runtime("cudaStreamEndCapture", 600, 5, trace.next_correlation());  // ends 605
+  trace.cpu_op("aten::add", 700, 100);
+  trace.launch("k2", 900, 5, 910, 90);
+  Timeline timeline = trace.load();
+  Analysis analysis = analyze(timeline);
+  // Gap 100..910: 150..605 is the capture (whatever runs inside it); aten::add after it is host work.
+  CHECK(analysis.idle_ns(IdleCause::GraphCapture) == us(455));
+  CHECK(analysis.idle_ns(IdleCause::CpuWork) == us(105));  // aten::add and the launch of k2
+  CHECK(analysis.idle_ns(IdleCause::Untraced) == us(250));
+  CHECK(analysis.total_idle_ns() == idle_inside_windows(analysis));
+  const std::vector<std::string> notes = unexplained_idle_notes(summarize(analysis));
+  CHECK(any_note_contains(notes, "records CUDA/HIP graphs"));
+  CHECK(any_note_contains(notes, "records no event"));  // 250 us of 1000: over 5%
+}
+
+TEST_CASE("ledger: external-wait — the host blocks in a copy behind a kernel the GPU holds back") {
+  TraceBuilder trace(Era::Kineto2023);
+  trace.annotation("ProfilerStep#1", 0, 1000);
+  trace.launch("k1", 0, 1, 0, 100);
+  trace.launch("held", 10, 5, 800, 100);  // queued at 15, starts at 800
+  trace.cpu_op("aten::copy_", 100, 815);  // ends 915
+  const int64_t copy = trace.next_correlation();
+  trace.runtime("hipMemcpyWithStream", 110, 800, copy);  // ends 910, after its copy
+  trace.memcpy("DtoH", "Device", "Pageable", 900, 5, 4, copy);
+  Timeline timeline = trace.load();
+  Analysis analysis = analyze(timeline);
+  // Gap 100..800: 10 us in the op before the call, then the call waits behind `held`, not on the host.
+  // Gap 905..1000: the call returns after its own copy (5 us of sync), the op ends (5 us), then nothing.
+  CHECK(analysis.idle_ns(IdleCause::ExternalWait) == us(690));
+  CHECK(analysis.idle_ns(IdleCause::Sync) == us(5));
+  CHECK(analysis.idle_ns(IdleCause::CpuWork) == us(15));
+  CHECK(any_note_contains(unexplained_idle_notes(summarize(analysis)), "work queued or awaited"));
+}
+
+TEST_CASE("ledger: a sync whose queued kernel starts right after it returns is a sync") {
+  TraceBuilder trace(Era::Kineto2023);
+  trace.annotation("ProfilerStep#1", 0, 1000);
+  trace.launch("k1", 0, 1, 0, 500);
+  trace.launch("k2", 10, 5, 500, 100);  // runs back to back: no gap
+  trace.cpu_op("aten::item", 20, 600);
+  trace.runtime("cudaStreamSynchronize", 30, 580, trace.next_correlation());  // ends 610, k2 ends 600
+  trace.launch("k3", 700, 5, 710, 290);
+  Timeline timeline = trace.load();
+  Analysis analysis = analyze(timeline);
+  // Gap 600..710: the host returns from the sync at 610 (10 us of sync), then refills.
+  CHECK(analysis.idle_ns(IdleCause::Sync) == us(10));
+  CHECK(analysis.idle_ns(IdleCause::ExternalWait) == 0);
+}
+
+TEST_CASE("ledger: external-wait — a long synchronize during which no traced GPU work completes") {
+  TraceBuilder trace(Era::Kineto2023);
+  trace.annotation("ProfilerStep#1", 0, 5000);
+  trace.launch("k", 0, 1, 0, 100);
+  trace.runtime("cudaDeviceSynchronize", 200, 3000, trace.next_correlation());  // 3 ms, nothing ends in it
+  trace.launch("k2", 3300, 5, 3400, 1600);
+  Timeline timeline = trace.load();
+  Analysis analysis = analyze(timeline);
+  CHECK(analysis.idle_ns(IdleCause::ExternalWait) == us(3000));
+  CHECK(analysis.idle_ns(IdleCause::Sync) == 0);
+  CHECK(to_string(IdleCause::ExternalWait) == "external-wait");
+  CHECK(to_string(IdleCause::GraphCapture) == "graph-capture");
+}
+
+TEST_CASE("steps: a whole-window step is timed from its first GPU op; a lone step ends with its last event") {
+  SUBCASE("whole window") {
+    TraceBuilder trace(Era::Kineto2023);
+    trace.cpu_op("setup", 0, 400);  // before any GPU work: the window's opening edge
+    trace.launch("k1", 400, 5, 410, 90);
+    trace.launch("k2", 420, 5, 500, 100);  // ends 600
+    trace.cpu_op("teardown", 700, 300);
+    Timeline timeline = trace.load();
+    Analysis analysis = analyze(timeline);
+    REQUIRE(analysis.steps.size() == 1);
+    REQUIRE(analysis.step_source == StepSource::WholeWindow);
+    CHECK(analysis.steps[0].period_ns == us(190));
+    CHECK(analysis.total_idle_ns() == 0);
+  }
+  SUBCASE("a ProfilerStep closed long after its last event") {
+    TraceBuilder trace(Era::Kineto2023);
+    trace.annotation("ProfilerStep#1", 0, 100000);
+    trace.cpu_op("aten::add", 10, 50);
+    trace.launch("k", 20, 5, 30, 40);  // ends 70
+    Timeline timeline = trace.load();
+    Analysis analysis = analyze(timeline);
+    REQUIRE(analysis.steps.size() == 1);
+    CHECK(analysis.steps[0].period_ns == us(70));
+  }
+}
