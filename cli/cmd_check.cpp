@@ -58,7 +58,12 @@ void add_check_command(CLI::App& app) {
                   "Also write each rank's digest (a few KB) to FILE, for `ptadvise merge` (several traces: "
                   "FILE.rankN.json)");
   cmd->add_option("--threads", options->threads, "Traces loaded at once (default: one per core)");
-  cmd->callback([options, outputs, fail_on, source_root, concise, verbose] {
+  auto no_whatif = std::make_shared<bool>(false);
+  cmd->add_flag("--no-whatif", *no_whatif,
+                "Skip the replay of the steps: no predicted step after all fixes, no critical path; each finding's "
+                "predicted step is the period minus its saving (docs/WHATIF.md)");
+  cmd->callback([options, outputs, fail_on, source_root, concise, verbose, no_whatif] {
+    if (*no_whatif) options->whatif = false;
     if (*concise) options->detail = TextDetail::Concise;
     if (*verbose) options->detail = TextDetail::Verbose;
     if (!parse_output_options(*outputs, options->outputs)) return;

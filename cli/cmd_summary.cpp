@@ -1,5 +1,6 @@
 // `ptadvise summary TRACE...`: what a trace contains (devices, steps, GPU busy share and breakdown, the
-// idle ledger by cause, kernel counts, top kernels and CPU ops), as text or JSON.
+// idle ledger by cause, kernel counts, the critical path of the steps' replay, top kernels and CPU ops), as
+// text or JSON.
 #include <CLI/CLI.hpp>
 
 #include <iostream>
@@ -12,6 +13,7 @@
 #include "ptadvise/advisor.h"
 #include "ptadvise/analysis.h"
 #include "ptadvise/loader.h"
+#include "ptadvise/rules.h"
 #include "ptadvise/summary_printer.h"
 
 namespace ptadvise::cli {
@@ -40,6 +42,7 @@ void run_summary(const SummaryOptions& options) {
   }
   const auto& timelines = std::get<std::vector<Timeline>>(loaded);
   std::vector<Summary> summaries;
+  std::vector<StepPrediction> replays;  // the unchanged replay of each: its critical path
   for (const Timeline& timeline : timelines) {
     for (const std::string& warning : timeline.stats.warnings) print_warning(warning);
     if (auto partial = partial_trace_problem(timeline)) {
@@ -52,13 +55,16 @@ void run_summary(const SummaryOptions& options) {
     }
     Analysis analysis = analyze(timeline, std::get<KernelClassifier>(kernels));
     summaries.push_back(summarize(analysis, options.top));
+    replays.push_back(WhatIf(analysis).predict_steps({}));
   }
   if (options.format == "json") {
-    std::cout << (summaries.size() == 1 ? summary_json(summaries.front()) : summaries_json(summaries)) << '\n';
+    std::cout << (summaries.size() == 1 ? summary_json(summaries.front(), 2, &replays.front())
+                                        : summaries_json(summaries, 2, &replays))
+              << '\n';
   } else {
     for (size_t i = 0; i < summaries.size(); ++i) {
       if (i > 0) std::cout << '\n';
-      std::cout << summary_text(summaries[i]);
+      std::cout << summary_text(summaries[i], &replays[i]);
     }
   }
   exit_code() = kExitClean;
@@ -71,7 +77,8 @@ void add_summary_command(CLI::App& app) {
   auto* cmd = app.add_subcommand(
       "summary",
       "Describe traces: devices, steps and step time, GPU busy share and breakdown, idle time by cause,\n"
-      "kernels per step and the share under 10 us, top kernels and CPU ops.");
+      "kernels per step and the share under 10 us, the critical path of the replayed steps by category\n"
+      "(docs/WHATIF.md), top kernels and CPU ops.");
   cmd->add_option("traces", options->traces, "Trace files (.json, .json.gz) or directories of per-rank traces")
       ->required();
   cmd->add_option("--kernel-families", options->kernel_family_tables,

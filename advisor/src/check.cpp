@@ -220,7 +220,8 @@ int run(const CheckOptions& options, std::ostream& out, std::ostream& err) {
       files.insert(files.end(), found.begin(), found.end());
     }
     Progress progress(progress_wanted());
-    const check_detail::RankCheck check{rules, evaluate_options, kernels, source_root, options.accept_partial};
+    const check_detail::RankCheck check{rules, evaluate_options, kernels, source_root, options.accept_partial,
+                                        options.whatif};
     auto results = check_detail::check_files(files, check, options.threads, progress);
     for (auto& result : results) {
       if (!result.error.empty()) throw Failure{result.error};

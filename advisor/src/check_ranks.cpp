@@ -48,13 +48,22 @@ RankResult check_file(const std::string& path, const RankCheck& check, const Loa
   trace.warnings = timeline.stats.warnings;
   if (partial) trace.warnings.push_back(*partial);
   for (const std::string& note : unexplained_idle_notes(summary)) trace.warnings.push_back(timeline.path + ": " + note);
-  trace.findings = evaluate(check.rules, analysis, check.selection, &trace.coverage);
+  EvaluateOptions selection = check.selection;
+  selection.predict = false;  // predicted below, with the graph the trace's replay uses
+  trace.findings = evaluate(check.rules, analysis, selection, &trace.coverage);
   for (auto& finding : trace.findings) {
     if (finding.trace_path.empty()) finding.trace_path = timeline.path;
     if (!finding.trace_rank) finding.trace_rank = timeline.rank;
   }
   result.suppressed = apply_suppressions(trace.findings, check.source_root);
-  trace.prediction = predict_steps(analysis, trace.findings);  // after suppressions: fixes of reported findings
+  if (check.whatif) {
+    // After suppressions: the replays cover the reported findings only. One graph for all of them.
+    const WhatIf whatif(analysis);
+    whatif.predict_findings(trace.findings);
+    trace.prediction = whatif.predict_steps(trace.findings);
+  } else {
+    predict_from_ledger(analysis, trace.findings);
+  }
   trace.summary = std::move(summary);
   result.digest = make_digest(analysis, trace.findings);
   result.digest.device = trace.device;

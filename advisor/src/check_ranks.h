@@ -25,6 +25,7 @@ struct RankCheck {
   const KernelClassifier& kernels;
   const std::string& source_root;
   bool accept_partial = false;
+  bool whatif = true;  // replay the steps (docs/WHATIF.md); off: predictions from the ledger alone
 };
 
 // Checks the trace files, `threads` at a time (0: one per core), reporting each file done to `progress`.

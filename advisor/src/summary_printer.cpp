@@ -5,6 +5,7 @@
 #include "format.h"
 #include "json_doc.h"
 #include "summary_doc.h"
+#include "whatif_format.h"
 
 #include <fmt/format.h>
 #include <fmt/printf.h>
@@ -84,7 +85,7 @@ jsondoc::Json stats_document(const std::vector<KernelStat>& stats) {
 
 }  // namespace
 
-std::string summary_text(const Summary& summary) {
+std::string summary_text(const Summary& summary, const StepPrediction* replay) {
   constexpr size_t kLabel = 14;
   std::string out = summary.path;
   if (summary.rank) out += "  (rank " + std::to_string(*summary.rank) + ")";
@@ -141,6 +142,10 @@ std::string summary_text(const Summary& summary) {
     }
     line("kernels", printf_text("%.1f per step", summary.kernels_per_step) + ", " +
                         printf_text("%.1f%%", summary.tiny_kernel_pct) + " shorter than 10 us");
+  }
+  if (replay != nullptr) {
+    const std::vector<std::string> lines = format::critical_path_lines(*replay);
+    for (size_t k = 0; k < lines.size(); ++k) line(k == 0 ? "critical path" : "", lines[k]);
   }
   stat_table(out, "top kernels", summary.top_kernels);
   stat_table(out, "top CPU ops (inclusive)", summary.top_cpu_ops);
@@ -237,13 +242,26 @@ jsondoc::Json summary_document(const Summary& summary) {
   return document;
 }
 
-std::string summary_json(const Summary& summary, int indent) {
-  return jsondoc::dump(summary_document(summary), indent > 0 ? indent : -1);
+namespace {
+
+jsondoc::Json document_with_path(const Summary& summary, const StepPrediction* replay) {
+  jsondoc::Json document = summary_document(summary);
+  if (replay != nullptr) document["critical_path"] = format::critical_path_document(*replay);
+  return document;
 }
 
-std::string summaries_json(const std::vector<Summary>& summaries, int indent) {
+}  // namespace
+
+std::string summary_json(const Summary& summary, int indent, const StepPrediction* replay) {
+  return jsondoc::dump(document_with_path(summary, replay), indent > 0 ? indent : -1);
+}
+
+std::string summaries_json(const std::vector<Summary>& summaries, int indent, const std::vector<StepPrediction>* replays) {
   jsondoc::Json list = jsondoc::Json::array();
-  for (const Summary& summary : summaries) list.push_back(summary_document(summary));
+  for (size_t i = 0; i < summaries.size(); ++i) {
+    const StepPrediction* replay = replays != nullptr && i < replays->size() ? &(*replays)[i] : nullptr;
+    list.push_back(document_with_path(summaries[i], replay));
+  }
   return jsondoc::dump(list, indent > 0 ? indent : -1);
 }
 

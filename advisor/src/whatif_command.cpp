@@ -42,6 +42,11 @@ void print_text(const std::string& path, const StepPrediction& p, const std::vec
   }
   out << "  measured step:  " << format::fixed(p.measured_step_ms, 3) << " ms\n";
   out << "  replayed step:  " << format::fixed(p.replayed_step_ms, 3) << " ms (the trace's dependency graph, unchanged)\n";
+  if (p.replayed_steps < p.steady_steps) {
+    out << "    replayed: " << p.replayed_steps << " of " << p.steady_steps
+        << " steady steps, a window whose measured mean is " << format::fixed(p.window_measured_step_ms, 3)
+        << " ms (docs/WHATIF.md, Cost)\n";
+  }
   if (!p.discrepancy.empty()) out << "    " << p.discrepancy << "\n";
   out << "  predicted step: " << format::fixed(p.predicted_step_ms, 3) << " ms with " << p.fixes_applied
       << (p.fixes_applied == 1 ? " fix" : " fixes") << " applied together\n";
@@ -92,7 +97,11 @@ int run_whatif(const WhatifOptions& options, std::ostream& out, std::ostream& er
   const Timeline& timeline = std::get<Timeline>(loaded);
   for (const std::string& warning : timeline.stats.warnings) err << "ptadvise: warning: " << warning << "\n";
   Analysis analysis = analyze(timeline);
-  std::vector<Finding> findings = evaluate(rules, analysis);
+  EvaluateOptions evaluate_options;
+  evaluate_options.predict = false;  // one graph below serves every finding and the trace
+  std::vector<Finding> findings = evaluate(rules, analysis, evaluate_options);
+  const WhatIf whatif(analysis);
+  whatif.predict_findings(findings);
   rank_findings(findings);
   std::vector<bool> applied(findings.size(), options.apply.empty());
   for (const std::string& wanted : options.apply) {
@@ -110,7 +119,7 @@ int run_whatif(const WhatifOptions& options, std::ostream& out, std::ostream& er
   for (size_t i = 0; i < findings.size(); ++i) {
     if (applied[i]) chosen.push_back(findings[i]);
   }
-  StepPrediction prediction = predict_steps(analysis, chosen);
+  StepPrediction prediction = whatif.predict_steps(chosen);
   if (options.format == "json") {
     print_json(timeline.path, prediction, findings, applied, out);
   } else {

@@ -53,6 +53,9 @@ jsondoc::Json whatif_document(const StepPrediction& p) {
   document["available"] = true;
   document["measured_step_ms"] = number(p.measured_step_ms, 3);
   document["replayed_step_ms"] = number(p.replayed_step_ms, 3);
+  document["replayed_steps"] = p.replayed_steps;
+  document["steady_steps"] = p.steady_steps;
+  document["replayed_steps_measured_ms"] = number(p.window_measured_step_ms, 3);
   document["replay_note"] = p.discrepancy.empty() ? Json(nullptr) : Json(p.discrepancy);
   document["predicted_step_ms_all_fixes"] = number(p.predicted_step_ms, 3);
   document["fixes_replayed"] = p.fixes_applied;
@@ -60,6 +63,35 @@ jsondoc::Json whatif_document(const StepPrediction& p) {
   document["critical_path"] = path_document(p.critical_ms, p.critical_top);
   document["critical_path_all_fixes"] = path_document(p.critical_ms_fixed, p.critical_top_fixed);
   return document;
+}
+
+jsondoc::Json critical_path_document(const StepPrediction& p) {
+  using jsondoc::Json;
+  using jsondoc::number;
+  if (!p.available) return {{"available", false}};
+  Json document = path_document(p.critical_ms, p.critical_top);
+  document["available"] = true;
+  document["replayed_steps"] = p.replayed_steps;
+  document["steady_steps"] = p.steady_steps;
+  document["replayed_step_ms"] = number(p.replayed_step_ms, 3);
+  return document;
+}
+
+std::vector<std::string> critical_path_lines(const StepPrediction& p) {
+  if (!p.available) return {"not available (no steady steps to replay)"};
+  std::string steps = p.replayed_steps == p.steady_steps
+                          ? std::to_string(p.steady_steps) + " steady step" + (p.steady_steps == 1 ? "" : "s")
+                          : std::to_string(p.replayed_steps) + " of " + std::to_string(p.steady_steps) +
+                                " steady steps (a representative window, docs/WHATIF.md)";
+  std::vector<std::string> lines{critical_shares(p.critical_ms) + " of " + fixed(p.replayed_step_ms, 3) +
+                                 " ms per step (replay of " + steps + ")"};
+  for (size_t k = 0; k < p.critical_top.size() && k < 3; ++k) {
+    const whatif::CriticalItem& item = p.critical_top[k];
+    std::string name = item.name.size() > 70 ? item.name.substr(0, 67) + "..." : item.name;
+    lines.push_back(fixed(item.ms_per_step, 3) + " ms " + std::string(whatif::to_string(item.category)) + ": " +
+                    visible(name));
+  }
+  return lines;
 }
 
 std::vector<jsondoc::Json> critical_path_events(const StepPrediction& p, int64_t pid) {
@@ -99,7 +131,13 @@ std::vector<std::string> whatif_headline(const StepPrediction& p) {
     line += ")";
   }
   lines.push_back(line);
-  lines.push_back("critical path: " + critical_shares(p.critical_ms));
+  std::string path = "critical path: " + critical_shares(p.critical_ms);
+  if (p.replayed_steps < p.steady_steps) {
+    // A representative window: its measured mean against the trace's is the sampling error.
+    path += " (replay of " + std::to_string(p.replayed_steps) + " of " + std::to_string(p.steady_steps) +
+            " steady steps, measured " + fixed(p.window_measured_step_ms, 3) + " ms per step)";
+  }
+  lines.push_back(path);
   if (!p.discrepancy.empty()) lines.push_back("replay: " + p.discrepancy);
   return lines;
 }

@@ -987,6 +987,7 @@ class Evaluator {
         if (rule.thresholds[t].name == kMinSavingMs) min_ms = thresholds_[t];
         if (rule.thresholds[t].name == kMinSavingPct) min_pct = thresholds_[t];
       }
+      finding.noise_floor_ms = std::max(min_ms, min_pct / 100.0 * step_period_ms_);
       if (finding.saving_ms_per_step < min_ms || finding.saving_pct < min_pct) {
         below_noise_floor_ = true;
         return finding;  // claims nothing
@@ -1125,7 +1126,7 @@ std::vector<Finding> evaluate(const RuleSet& rules, const Analysis& analysis, co
       findings.insert(findings.end(), std::make_move_iterator(found.begin()), std::make_move_iterator(found.end()));
     }
   }
-  predict_findings(analysis, findings);  // savings by replay for rules that declare a transform (predict.cpp)
+  if (options.predict) predict_findings(analysis, findings);  // predictions by replay (predict.cpp)
   std::sort(counted.not_run.begin(), counted.not_run.end());
   if (coverage) *coverage = counted;
   return findings;

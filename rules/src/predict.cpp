@@ -1,6 +1,8 @@
-// Savings by replay: each finding's transform applied to the step graph, and all of them together.
+// Savings by replay: each finding's transform applied to the step graph, and all of them together. One
+// graph and one unchanged replay per trace serve every prediction (WhatIf).
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 
 #include "ptadvise/rules.h"
 
@@ -17,57 +19,82 @@ std::vector<whatif::Fix> fixes_of(const std::vector<Finding>& findings, size_t* 
   return fixes;
 }
 
+double ledger_prediction(double measured, const Finding& finding) {
+  return measured > 0 ? std::max(0.0, measured - finding.saving_ms_per_step) : 0.0;
+}
+
 }  // namespace
 
-void predict_findings(const Analysis& analysis, std::vector<Finding>& findings) {
-  const double measured = analysis.step_period_ns() / 1e6;
-  const bool any = std::any_of(findings.begin(), findings.end(), [](const Finding& f) { return !f.fixes.empty(); });
-  std::optional<whatif::Graph> graph;
-  double base = 0;
-  if (any && measured > 0) {
-    graph = whatif::build_graph(analysis);
-    base = whatif::replay(*graph, {}, false).replayed_step_ms;
-  }
-  // The saving stays the ledger's claim (docs/ANALYSIS.md): every nanosecond is claimed by one finding,
-  // so savings add up and rank consistently. The replay of the finding's own fix, alone, gives the step
-  // it predicts (predicted_step_ms); the replay of all fixes together is predict_steps().
+WhatIf::WhatIf(const Analysis& analysis) : analysis_(analysis) {
+  if (analysis.steady_step_count() == 0 || analysis.step_period_ns() <= 0 || analysis.timeline == nullptr) return;
+  graph_ = whatif::build_graph(analysis, whatif::replay_window(analysis));
+  base_ = whatif::replay(graph_);
+  available_ = base_.steady_steps > 0;
+}
+
+void WhatIf::predict_findings(std::vector<Finding>& findings) const {
+  const double measured = analysis_.step_period_ns() / 1e6;
+  // A finding whose rule declares a transform saves min(its ledger claim, what the replay of its fix
+  // alone takes off the step): the claim says which nanoseconds are its own (each is claimed once), the
+  // replay how much of them shortens the step. Findings without a transform keep the claim.
   for (Finding& finding : findings) {
     finding.saving_basis = "ledger";
-    double predicted = measured - finding.saving_ms_per_step;
-    if (graph && !finding.fixes.empty()) {
-      const double fixed = whatif::replay(*graph, finding.fixes, false).replayed_step_ms;
-      // The replay's own error cancels: the saving is what the transform changes in the replay.
-      const double replayed_saving = std::max(0.0, base - fixed);
-      predicted = measured - replayed_saving;
-      finding.saving_basis = "ledger+replay";
-      finding.saving_method += (finding.saving_method.empty() ? "" : " ") + std::string("Replay of the step graph with the fix alone (docs/WHATIF.md): ") +
-                               finding.fixes.front().method;
+    finding.predicted_step_ms = ledger_prediction(measured, finding);
+    if (!available_ || finding.fixes.empty()) continue;
+    const double fixed = whatif::replay(graph_, finding.fixes, false).replayed_step_ms;
+    // The replay's own error cancels: the saving is what the transform changes in the replay.
+    const double replayed_saving = std::max(0.0, base_.replayed_step_ms - fixed);
+    const double claim = finding.saving_ms_per_step;
+    finding.predicted_step_ms = std::max(0.0, measured - replayed_saving);
+    finding.saving_ms_per_step = std::min(claim, replayed_saving);
+    finding.saving_pct = measured > 0 ? finding.saving_ms_per_step / measured * 100.0 : 0.0;
+    finding.saving_basis = "ledger+replay";
+    std::string why = "Replay of the step graph with the fix alone (docs/WHATIF.md): " + finding.fixes.front().method;
+    if (!why.empty() && why.back() != '.') why += '.';
+    char numbers[200];
+    if (replayed_saving + 5e-4 < claim) {
+      std::snprintf(numbers, sizeof numbers,
+                    " The step ledger gives it %.3f ms per step; the replay shortens the step by %.3f ms (the rest "
+                    "of the step waits on other work), which is the saving.",
+                    claim, replayed_saving);
+    } else {
+      std::snprintf(numbers, sizeof numbers,
+                    " The replay shortens the step by %.3f ms per step; the saving is the %.3f ms the step ledger "
+                    "gives it (the rest is claimed by other findings or is not its own).",
+                    replayed_saving, claim);
     }
-    finding.predicted_step_ms = measured > 0 ? std::max(0.0, predicted) : 0.0;
+    finding.saving_method += (finding.saving_method.empty() ? "" : " ") + why + numbers;
+    if (finding.noise_floor_ms > 0 && finding.saving_ms_per_step < finding.noise_floor_ms) {
+      // Still reported: the cause is there (its claim passed the floor), but the step waits on other work.
+      finding.saving_method += " That is below the rule's noise floor: fix what the step waits on first "
+                               "(the critical path), then this.";
+    }
   }
 }
 
-StepPrediction predict_steps(const Analysis& analysis, const std::vector<Finding>& findings) {
+StepPrediction WhatIf::predict_steps(const std::vector<Finding>& findings) const {
   StepPrediction out;
-  if (analysis.steady_step_count() == 0 || analysis.step_period_ns() <= 0) return out;
-  whatif::Graph graph = whatif::build_graph(analysis);
-  whatif::ReplayResult base = whatif::replay(graph);
+  if (!available_) return out;
   out.available = true;
-  out.origin_ns = analysis.timeline->file_origin_ns;  // the file's own time base (what Perfetto shows)
-  out.measured_step_ms = base.measured_step_ms;
-  out.replayed_step_ms = base.replayed_step_ms;
-  out.discrepancy = whatif::replay_discrepancy(graph, base);
-  out.critical_ms = base.critical_ms;
-  out.critical_top = base.critical_top;
-  const Timeline& timeline = *analysis.timeline;
-  for (const auto& piece : base.critical_path) {
+  out.origin_ns = analysis_.timeline->file_origin_ns;  // the file's own time base (what Perfetto shows)
+  out.measured_step_ms = analysis_.step_period_ns() / 1e6;
+  out.replayed_step_ms = base_.replayed_step_ms;
+  out.replayed_steps = base_.steady_steps;
+  out.steady_steps = analysis_.steady_step_count();
+  out.first_replayed_step = graph_.window.measured_first;
+  out.window_measured_step_ms = base_.measured_step_ms;
+  out.discrepancy = whatif::replay_discrepancy(graph_, base_);
+  out.critical_ms = base_.critical_ms;
+  out.critical_top = base_.critical_top;
+  const Timeline& timeline = *analysis_.timeline;
+  for (const auto& piece : base_.critical_path) {
     CriticalSpan span;
     span.category = piece.category;
     span.step = piece.step;
     span.start_ns = piece.start_ns;
     span.end_ns = piece.end_ns;
-    if (piece.node < graph.nodes.size()) {
-      EventIndex e = graph.nodes[piece.node].event;
+    if (piece.node < graph_.nodes.size()) {
+      EventIndex e = graph_.nodes[piece.node].event;
       span.name = e != kNone ? std::string(timeline.name(e)) : "(host gap)";
     } else {
       span.name = std::string(whatif::to_string(piece.category)) + " wait";
@@ -78,11 +105,33 @@ StepPrediction predict_steps(const Analysis& analysis, const std::vector<Finding
     if (finding.fixes.empty()) ++out.ledger_only;
   }
   std::vector<whatif::Fix> fixes = fixes_of(findings, &out.fixes_applied);
-  whatif::ReplayResult fixed = fixes.empty() ? base : whatif::replay(graph, fixes);
-  out.predicted_step_ms = std::max(0.0, out.measured_step_ms - std::max(0.0, base.replayed_step_ms - fixed.replayed_step_ms));
+  const whatif::ReplayResult fixed = fixes.empty() ? base_ : whatif::replay(graph_, fixes);
+  out.predicted_step_ms =
+      std::max(0.0, out.measured_step_ms - std::max(0.0, base_.replayed_step_ms - fixed.replayed_step_ms));
   out.critical_ms_fixed = fixed.critical_ms;
   out.critical_top_fixed = fixed.critical_top;
   return out;
+}
+
+void predict_findings(const Analysis& analysis, std::vector<Finding>& findings) {
+  const bool any = std::any_of(findings.begin(), findings.end(), [](const Finding& f) { return !f.fixes.empty(); });
+  if (!any) {
+    predict_from_ledger(analysis, findings);
+    return;
+  }
+  WhatIf(analysis).predict_findings(findings);
+}
+
+StepPrediction predict_steps(const Analysis& analysis, const std::vector<Finding>& findings) {
+  return WhatIf(analysis).predict_steps(findings);
+}
+
+void predict_from_ledger(const Analysis& analysis, std::vector<Finding>& findings) {
+  const double measured = analysis.step_period_ns() / 1e6;
+  for (Finding& finding : findings) {
+    finding.saving_basis = "ledger";
+    finding.predicted_step_ms = ledger_prediction(measured, finding);
+  }
 }
 
 }  // namespace ptadvise

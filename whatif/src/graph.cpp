@@ -1,6 +1,7 @@
 // The dependency graph of the steps: host threads cut into segments in program order (gaps are nodes of
 // their own), GPU ops per stream, and the edges the trace shows between them (docs/WHATIF.md).
 #include <algorithm>
+#include <cmath>
 #include <limits>
 #include <map>
 #include <unordered_map>
@@ -27,11 +28,12 @@ bool is_call(EventKind kind) { return kind == EventKind::Runtime || kind == Even
 
 class Builder {
  public:
-  Builder(const Analysis& analysis, Graph& graph)
-      : a_(analysis), tl_(*analysis.timeline), ev_(tl_.events), g_(graph), names_(tl_.strings) {}
+  Builder(const Analysis& analysis, const StepWindow& window, Graph& graph)
+      : a_(analysis), tl_(*analysis.timeline), ev_(tl_.events), g_(graph), names_(tl_.strings), window_(window) {}
 
   void build() {
     g_.analysis = &a_;
+    g_.window = window_;
     g_.nodes.reserve(ev_.size() + ev_.size() / 2);
     g_.edges.reserve(2 * ev_.size());
     g_.node_of_event.assign(ev_.size(), kNone);
@@ -55,6 +57,8 @@ class Builder {
   }
 
  private:
+  bool in_window(EventIndex i) const { return a_.event_step[i] != kNone && window_.holds(a_.event_step[i]); }
+
   uint32_t add_node(const Node& node) {
     g_.nodes.push_back(node);
     return static_cast<uint32_t>(g_.nodes.size() - 1);
@@ -108,7 +112,7 @@ class Builder {
       stack.pop_back();
     };
     for (EventIndex i : tl_.track_events[track]) {
-      if (!is_host_kind(ev_.kind[i]) || a_.event_step[i] == kNone) continue;
+      if (!is_host_kind(ev_.kind[i]) || !in_window(i)) continue;
       const int64_t start = ev_.ts_ns[i];
       while (!stack.empty() && stack.back().end <= start) pop();
       if (cursor == std::numeric_limits<int64_t>::min()) {
@@ -135,7 +139,7 @@ class Builder {
     lane.gpu = true;
     const uint32_t lane_index = static_cast<uint32_t>(g_.lanes.size());
     for (EventIndex i : tl_.track_events[track]) {
-      if (!is_gpu_activity(ev_.kind[i]) || a_.event_step[i] == kNone) continue;
+      if (!is_gpu_activity(ev_.kind[i]) || !in_window(i)) continue;
       Node node;
       node.start_ns = ev_.ts_ns[i];
       node.dur_ns = ev_.dur_ns[i];
@@ -164,23 +168,36 @@ class Builder {
     return n != kNone && g_.nodes[n].kind != NodeKind::GpuOp ? n : kNone;
   }
 
-  // Host lanes: program order. GPU lanes: stream order; ops without a launch call keep the gap they had
-  // after the op before them.
+  // Whether `prev`, the op before another on its stream, was still running when `call` queued that op (which then
+  // waited for its stream, not for its launch).
+  bool launched_behind(uint32_t prev, uint32_t call) const {
+    return g_.nodes[prev].start_ns + g_.nodes[prev].dur_ns > g_.nodes[call].start_ns + kToleranceNs;
+  }
+
+  // Host lanes: program order. GPU lanes: stream order. An op launched while the op before it still ran,
+  // and an op without a launch call, keeps the gap it had after the op before it: the GPU's own time
+  // between them (scheduling, other streams), which a faster op before it does not remove.
   void order_edges() {
     for (const Lane& lane : g_.lanes) {
       for (size_t k = 1; k < lane.nodes.size(); ++k) {
         const uint32_t prev = lane.nodes[k - 1], node = lane.nodes[k];
         int64_t delay = 0;
-        if (lane.gpu && call_node(ev_.launch[g_.nodes[node].event]) == kNone) {
-          delay = std::max<int64_t>(0, g_.nodes[node].start_ns - (g_.nodes[prev].start_ns + g_.nodes[prev].dur_ns));
+        if (lane.gpu) {
+          const uint32_t call = call_node(ev_.launch[g_.nodes[node].event]);
+          if (call == kNone || launched_behind(prev, call)) {
+            delay = std::max<int64_t>(0, g_.nodes[node].start_ns - (g_.nodes[prev].start_ns + g_.nodes[prev].dur_ns));
+          }
         }
         add_edge(2 * prev + 1, 2 * node, delay, EdgeKind::Order);
       }
     }
   }
 
-  // Launch latency: measured when the op did not queue behind its stream; when it queued, the median
-  // latency of the device's unqueued ops (no more than what was measured).
+  // Launch latency: measured when the stream was idle when the call queued the op (nothing but the launch
+  // held it); when the op was queued behind its stream, the median latency of the device's ops queued on
+  // an idle stream (the smallest measured latency when there is none), never more than measured: the rest
+  // of its wait was for its stream (order edge). Measuring from the op's start alone would take a GPU-bound
+  // stream's queueing for launch latency and tie the GPU to the host.
   void launch_edges() {
     struct Pending {
       uint32_t node, call;
@@ -188,6 +205,7 @@ class Builder {
     };
     std::vector<Pending> pending;
     std::map<int32_t, std::vector<int64_t>> latencies;
+    std::map<int32_t, int64_t> smallest;
     for (const Lane& lane : g_.lanes) {
       if (!lane.gpu) continue;
       const int32_t device = tl_.tracks[lane.track].device;
@@ -216,16 +234,18 @@ class Builder {
           while (g_.next_launched[tail] != kNone) tail = g_.next_launched[tail];
           g_.next_launched[tail] = n;
         }
-        const int64_t ready = k > 0 ? g_.nodes[lane.nodes[k - 1]].start_ns + g_.nodes[lane.nodes[k - 1]].dur_ns
-                                    : std::numeric_limits<int64_t>::min();
-        const bool queued = ready >= node.start_ns - kToleranceNs;
-        if (!queued) latencies[device].push_back(node.start_ns - g_.nodes[call].start_ns);
+        const bool queued = k > 0 && launched_behind(lane.nodes[k - 1], call);
+        const int64_t measured = node.start_ns - g_.nodes[call].start_ns;
+        if (!queued) latencies[device].push_back(measured);
+        smallest[device] = smallest.count(device) ? std::min(smallest[device], measured) : measured;
         pending.push_back({n, call, queued});
         launch_device_[n] = device;
       }
     }
     std::map<int32_t, int64_t> typical;
+    for (const auto& [device, value] : smallest) typical[device] = std::max<int64_t>(0, value);
     for (auto& [device, values] : latencies) {
+      if (values.empty()) continue;
       std::nth_element(values.begin(), values.begin() + static_cast<std::ptrdiff_t>(values.size() / 2), values.end());
       typical[device] = values[values.size() / 2];
     }
@@ -318,7 +338,7 @@ class Builder {
   // cudaEventRecord on one stream -> cudaStreamWaitEvent on another (the `Stream Wait Event` records).
   void stream_event_edges() {
     for (EventIndex r = 0; r < ev_.size(); ++r) {
-      if (ev_.kind[r] != EventKind::Sync || a_.event_step[r] == kNone) continue;
+      if (ev_.kind[r] != EventKind::Sync || !in_window(r)) continue;
       auto kind = tl_.arg_string(r, "cuda_sync_kind");
       if (!kind || *kind != "Stream Wait Event") continue;
       const int64_t device = tl_.arg_int(r, "device").value_or(tl_.tracks[ev_.track[r]].device);
@@ -505,6 +525,7 @@ class Builder {
   const Events& ev_;
   Graph& g_;
   NameFlags names_;
+  StepWindow window_;
   std::map<std::pair<int32_t, int64_t>, uint32_t> lane_by_stream_;
   std::unordered_map<uint32_t, int32_t> launch_device_;
   std::unordered_map<uint32_t, std::vector<int64_t>> queued_at_;
@@ -528,11 +549,59 @@ std::string_view to_string(Category category) {
   return "host";
 }
 
-Graph build_graph(const Analysis& analysis) {
+StepWindow replay_window(const Analysis& analysis, size_t event_budget) {
+  StepWindow window;
+  const size_t n = analysis.steps.size();
+  if (n == 0) return window;
+  window.last = static_cast<uint32_t>(n - 1);
+  std::vector<uint32_t> steady;
+  for (uint32_t k = 0; k < n; ++k) {
+    if (analysis.is_steady(k)) steady.push_back(k);
+  }
+  if (steady.empty()) return window;
+  window.measured_first = steady.front();
+  window.measured_last = steady.back();
+  size_t events = 0, steady_events = 0;
+  for (uint32_t step : analysis.event_step) {
+    if (step == kNone) continue;
+    ++events;
+    if (analysis.is_steady(step)) ++steady_events;
+  }
+  if (events <= event_budget || steady.size() <= kReplayMinSteps) return window;
+  const double per_step = static_cast<double>(steady_events) / static_cast<double>(steady.size());
+  const size_t w = std::max(kReplayMinSteps, static_cast<size_t>(static_cast<double>(event_budget) / std::max(1.0, per_step)));
+  if (w >= steady.size()) return window;
+  // Consecutive steady steps whose mean period is closest to the trace's: a sliding sum, linear in steps.
+  const double target = analysis.step_period_ns() * static_cast<double>(w);
+  double sum = 0, best = std::numeric_limits<double>::max();
+  size_t best_from = 0;
+  for (size_t k = 0; k < steady.size(); ++k) {
+    sum += static_cast<double>(analysis.steps[steady[k]].period_ns);
+    if (k >= w) sum -= static_cast<double>(analysis.steps[steady[k - w]].period_ns);
+    if (k + 1 < w) continue;
+    const double off = std::fabs(sum - target);
+    if (off < best) {
+      best = off;
+      best_from = k + 1 - w;
+    }
+  }
+  window.sampled = true;
+  window.measured_first = steady[best_from];
+  window.measured_last = steady[best_from + w - 1];
+  window.first = window.measured_first > 0 ? window.measured_first - 1 : 0;
+  window.last = std::min<uint32_t>(window.measured_last + 1, static_cast<uint32_t>(n - 1));
+  return window;
+}
+
+Graph build_graph(const Analysis& analysis, const StepWindow& window) {
   Graph graph;
   if (analysis.timeline == nullptr) return graph;
-  Builder(analysis, graph).build();
+  Builder(analysis, window, graph).build();
   return graph;
+}
+
+Graph build_graph(const Analysis& analysis) {
+  return build_graph(analysis, replay_window(analysis, std::numeric_limits<size_t>::max()));
 }
 
 }  // namespace ptadvise::whatif

@@ -230,7 +230,7 @@ void critical_path(const Graph& g, const Schedule& s, const StepTimes& st, Repla
   std::map<std::pair<std::string, Category>, int64_t> by_name;
   std::array<int64_t, kCategoryCount> by_category{};
   for (size_t k = 0; k < n; ++k) {
-    if (!a.is_steady(static_cast<uint32_t>(k))) continue;
+    if (!a.is_steady(static_cast<uint32_t>(k)) || !g.window.measures(static_cast<uint32_t>(k))) continue;
     bool from_gpu = false;
     const int64_t length = period(st, k, from_gpu);
     uint32_t vertex = kNone;
@@ -290,20 +290,21 @@ ReplayResult replay(const Graph& graph, const std::vector<Fix>& fixes, bool with
   ReplayResult result;
   if (graph.analysis == nullptr) return result;
   const Analysis& a = *graph.analysis;
-  result.measured_step_ms = a.step_period_ns() / 1e6;
-  result.steady_steps = a.steady_step_count();
   Changes changes = apply_fixes(graph, fixes);
   Schedule s = schedule(graph, changes);
   result.unordered = s.unordered;
   StepTimes st = step_times(graph, s);
-  double total = 0;
+  double total = 0, measured = 0;
   size_t counted = 0;
   for (size_t k = 0; k < a.steps.size(); ++k) {
-    if (!a.is_steady(static_cast<uint32_t>(k))) continue;
+    if (!a.is_steady(static_cast<uint32_t>(k)) || !graph.window.measures(static_cast<uint32_t>(k))) continue;
     bool from_gpu = false;
     total += static_cast<double>(period(st, k, from_gpu));
+    measured += static_cast<double>(a.steps[k].period_ns);
     ++counted;
   }
+  result.steady_steps = counted;
+  result.measured_step_ms = counted > 0 ? measured / static_cast<double>(counted) / 1e6 : 0.0;
   result.replayed_step_ms = counted > 0 ? total / static_cast<double>(counted) / 1e6 : 0.0;
   if (with_path) critical_path(graph, s, st, result);
   result.start_ns.resize(graph.nodes.size());

@@ -1,5 +1,6 @@
 // Scale tables: how much faster a GPU op runs after a fix (docs/WHATIF.md, "Scale tables").
 #include <algorithm>
+#include <optional>
 #include <string_view>
 #include <vector>
 
@@ -63,7 +64,7 @@ double tensor_core_factor(const Timeline& timeline, EventIndex op) {
 
 }  // namespace
 
-double table_factor(const Timeline& timeline, ScaleTable table, EventIndex gpu_op) {
+double table_factor(const Timeline& timeline, ScaleTable table, EventIndex gpu_op, CopyRates* rates) {
   if (gpu_op >= timeline.events.size()) return 1.0;
   const Events& ev = timeline.events;
   switch (table) {
@@ -74,7 +75,15 @@ double table_factor(const Timeline& timeline, ScaleTable table, EventIndex gpu_o
       if (ev.kind[gpu_op] != EventKind::Memcpy || !contains(name, "Pageable") || ev.dur_ns[gpu_op] <= 0) return 1.0;
       auto bytes = timeline.arg_double(gpu_op, "bytes");
       if (!bytes) return 1.0;
-      double bandwidth = measured_pinned_bandwidth(timeline, direction(name));
+      const std::string_view dir = direction(name);
+      double bandwidth = 0;
+      if (rates == nullptr || dir.empty()) {
+        bandwidth = measured_pinned_bandwidth(timeline, dir);
+      } else {
+        std::optional<double>& cached = dir == "HtoD" ? rates->host_to_device : rates->device_to_host;
+        if (!cached) cached = measured_pinned_bandwidth(timeline, dir);
+        bandwidth = *cached;
+      }
       if (bandwidth <= 0) bandwidth = link_bandwidth(timeline, timeline.tracks[ev.track[gpu_op]].device);
       return std::min(1.0, *bytes / bandwidth / static_cast<double>(ev.dur_ns[gpu_op]));
     }

@@ -84,8 +84,10 @@ void remove(const Graph& g, const Touched& t, Changes& changes) {
 
 void scale(const Graph& g, const Touched& t, const TransformSpec& spec, Changes& changes) {
   const Timeline& tl = *g.analysis->timeline;
+  CopyRates rates;
   for (uint32_t n : t.gpu) {
-    const double factor = spec.table != ScaleTable::None ? table_factor(tl, spec.table, g.nodes[n].event) : spec.factor;
+    const double factor =
+        spec.table != ScaleTable::None ? table_factor(tl, spec.table, g.nodes[n].event, &rates) : spec.factor;
     changes.work[n] = static_cast<int64_t>(std::llround(static_cast<double>(changes.work[n]) * factor));
   }
 }

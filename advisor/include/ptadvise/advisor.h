@@ -313,6 +313,7 @@ struct CheckOptions {
   std::string digest_out;               // write each rank's digest (FILE, or FILE.rankN.json for several)
   bool inputs_are_digests = false;      // `merge`: `traces` are digest files
   unsigned threads = 0;                 // ranks loaded at once; 0 = one per core
+  bool whatif = true;                   // --no-whatif: no replay; predictions from the ledger (docs/WHATIF.md)
 };
 
 // Runs the whole check; returns the exit code (0 clean, 1 failing findings, 2 usage/input error).

@@ -126,6 +126,9 @@ struct Finding {
   // found: "replay" (measured - replayed with the rule's transform) or "ledger" (the rule's estimate).
   double predicted_step_ms = 0;
   std::string saving_basis = "ledger";
+  // The rule's noise floor in ms per step (its min_saving_ms, or min_saving_pct of the period if larger;
+  // 0 for rules that estimate no saving). A replayed saving below it is said so in saving_method.
+  double noise_floor_ms = 0;
   std::vector<whatif::Fix> fixes;  // the rule's transform on this finding's events (empty: none declared)
 
   // Where it came from.

@@ -84,6 +84,9 @@ struct EvaluateOptions {
   std::vector<std::string> skip;  // rule ids/names/tags to skip
   std::map<std::string, std::map<std::string, double>> thresholds;  // rule id -> threshold -> value
   std::map<std::string, Severity> severities;                         // rule id -> severity
+  // Fill each finding's predicted step by replay (predict_findings). `check` turns it off and predicts
+  // once per trace after suppressions, with the graph it also uses for the trace's replay (WhatIf).
+  bool predict = true;
 };
 
 // Runs the rules on one analysed trace. Findings come in rule order, each rule's findings ranked by
@@ -107,27 +110,56 @@ struct CriticalSpan {
 struct StepPrediction {
   bool available = false;            // the trace has steady steps to replay
   double measured_step_ms = 0;       // Analysis::step_period_ns
-  double replayed_step_ms = 0;       // the unchanged graph replayed
+  double replayed_step_ms = 0;       // the unchanged graph replayed (its replayed steps)
   double predicted_step_ms = 0;      // with the fixes of the given findings, all together
   size_t fixes_applied = 0;          // findings whose transform is in that replay
   size_t ledger_only = 0;            // findings without a transform (not in the replay)
+  // The steps replayed: every steady step, or a representative window of them (whatif::StepWindow).
+  size_t replayed_steps = 0, steady_steps = 0;
+  uint32_t first_replayed_step = kNone;  // index into Analysis::steps
+  double window_measured_step_ms = 0;    // measured mean period of the replayed steps
   std::string discrepancy;           // why replayed and measured differ by more than 3%; empty when they agree
   std::array<double, whatif::kCategoryCount> critical_ms{};        // per step, unchanged
   std::array<double, whatif::kCategoryCount> critical_ms_fixed{};  // per step, with the fixes
   std::vector<whatif::CriticalItem> critical_top;        // unchanged, largest first
   std::vector<whatif::CriticalItem> critical_top_fixed;  // with the fixes
-  std::vector<CriticalSpan> critical_path;               // unchanged, steady steps
+  std::vector<CriticalSpan> critical_path;               // unchanged, replayed steps
   int64_t origin_ns = 0;  // Timeline::file_origin_ns: span times + this are the file's own ts
 };
 
-// Fills predicted_step_ms of every finding: the replay with its own fix alone when its rule declares a
-// transform (saving_basis "ledger+replay"), else the period minus its saving ("ledger"). The saving itself
-// stays the ledger's claim, so savings never count one nanosecond twice. evaluate() calls it.
-void predict_findings(const Analysis& analysis, std::vector<Finding>& findings);
+// The what-if of one trace: its step graph, built once over the replay window (whatif::replay_window),
+// and the unchanged replay, shared by every prediction for the trace. Cost: one graph, one replay per
+// finding with a transform, one replay of all fixes, each linear in the events of the replayed steps.
+class WhatIf {
+ public:
+  explicit WhatIf(const Analysis& analysis);
+  bool available() const { return available_; }
 
-// The trace's replay: measured vs replayed step, the critical path, and the step predicted with the
-// transforms of `findings` applied together (each transform once: no double counting by construction).
+  // Fills predicted_step_ms of every finding. A finding whose rule declares a transform: the replay with
+  // its fix alone; its saving becomes min(ledger claim, what that replay takes off the step), so no
+  // nanosecond counts twice and only what shortens the step counts (saving_basis "ledger+replay"). Others:
+  // the period minus the claim ("ledger").
+  void predict_findings(std::vector<Finding>& findings) const;
+
+  // Measured vs replayed step, the critical path, and the step predicted with the transforms of
+  // `findings` applied together (each transform once: no double counting by construction).
+  StepPrediction predict_steps(const std::vector<Finding>& findings) const;
+
+ private:
+  const Analysis& analysis_;
+  bool available_ = false;
+  whatif::Graph graph_;
+  whatif::ReplayResult base_;
+};
+
+// The same, each with a WhatIf of its own (one graph per call). evaluate() calls predict_findings unless
+// EvaluateOptions::predict is off.
+void predict_findings(const Analysis& analysis, std::vector<Finding>& findings);
 StepPrediction predict_steps(const Analysis& analysis, const std::vector<Finding>& findings);
+
+// Without the what-if (`check --no-whatif`): every finding's predicted step is the period minus its
+// saving (saving_basis "ledger").
+void predict_from_ledger(const Analysis& analysis, std::vector<Finding>& findings);
 
 // The directory of rules shipped with ptadvise: $PTADVISE_RULES_DIR, else data_directory()/rules.d
 // (ptadvise/data_directory.h: share/ptadvise beside the executable, or the build tree's links).

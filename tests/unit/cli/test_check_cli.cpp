@@ -403,3 +403,22 @@ TEST_CASE("check: the README's example of the text report is what check prints")
   CHECK(run.exit_code == 0);
   CHECK(run.out == shown);
 }
+
+TEST_CASE("check: --no-whatif skips the replay; savings and predictions come from the ledger") {
+  TempDir dir;
+  const std::string loader = scenario("05_dataloader_num_workers_0");
+  Run with = ptadvise_cli("check --format json --exit-zero --select PTA106 '" + loader + "'", dir.path());
+  Run without = ptadvise_cli("check --format json --exit-zero --no-whatif --select PTA106 '" + loader + "'", dir.path());
+  REQUIRE(with.exit_code == 0);
+  REQUIRE(without.exit_code == 0);
+  const auto replayed = nlohmann::json::parse(with.out)["traces"][0];
+  const auto ledger = nlohmann::json::parse(without.out)["traces"][0];
+  CHECK(replayed["whatif"]["available"] == true);
+  CHECK(replayed["whatif"]["predicted_step_ms_all_fixes"].get<double>() == doctest::Approx(4.067));
+  CHECK(replayed["findings"][0]["saving_basis"] == "ledger+replay");
+  CHECK(ledger["whatif"]["available"] == false);
+  const auto& finding = ledger["findings"][0];
+  CHECK(finding["saving_basis"] == "ledger");
+  CHECK(finding["predicted_step_ms"].get<double>() ==
+        doctest::Approx(ledger["step_ms"].get<double>() - finding["saving_ms_per_step"].get<double>()).epsilon(0.001));
+}

@@ -29,7 +29,7 @@ const std::string kShared = std::string(PTADVISE_SHARED_DIR) + "/traces/";
 const Pair kPairs[] = {
     {"01_loss_weight_every_step", "01_loss_weight_every_step_fixed", 4.084, true},
     {"02_assert_on_gpu_tensor", "02_assert_on_gpu_tensor_fixed", 4.080, true},
-    {"03_python_list_index", "03_python_list_index_fixed", 4.081, true},
+    {"03_python_list_index", "03_python_list_index_fixed", 4.097, true},
     {"04_loss_module_built_in_step", "04_loss_module_built_in_step_fixed", 4.077, true},
     {"05_dataloader_num_workers_0", "05_dataloader_num_workers_0_fixed", 4.067, true},
     {"06_pageable_batch_copy", "06_pageable_batch_copy_fixed", 4.016, true},
@@ -40,15 +40,18 @@ const Pair kPairs[] = {
     {"09_blocking_batch_copy", "09_blocking_batch_copy_fixed", 4.191, true},
     {"10_single_tensor_optimizer", "10_single_tensor_optimizer_fixed", 4.139, true},
     {"11_conv_bias_before_batchnorm", "11_conv_bias_before_batchnorm_fixed", 4.272, true},
-    {"12_empty_cache_every_step", "12_empty_cache_every_step_fixed", 4.198, true},
+    {"12_empty_cache_every_step", "12_empty_cache_every_step_fixed", 4.199, true},
     {"13_cuda_launch_blocking", "13_cuda_launch_blocking_fixed", 4.081, true},
-    {"14_fp32_matmul_without_tf32", "14_fp32_matmul_without_tf32_fixed", 8.325, false},  // as 08
+    {"14_fp32_matmul_without_tf32", "14_fp32_matmul_without_tf32_fixed", 8.339, false},  // as 08
     {"15_half_dims_not_multiple_of_8", "15_half_dims_not_multiple_of_8_fixed", 4.089, true},
     // The fix doubles the batch: the step does twice the work, which no step-time prediction describes.
     {"16_small_batch_memory_underused", "16_small_batch_memory_underused_fixed", 1.834, false},
     {"17_gpu_memory_nearly_full", "17_gpu_memory_nearly_full_fixed", 4.089, true},
     {"18_warmup_in_profiled_window", "18_warmup_in_profiled_window_fixed", 4.090, true},
-    {"19_detect_anomaly", "19_detect_anomaly_fixed", 4.077, true},
+    {"19_detect_anomaly", "19_detect_anomaly_fixed", 4.129, true},
+    // host-bound-cpu-work declares no transform (its selection is wider than what the fix moves): the
+    // replay of all fixes does not include it.
+    {"20_cpu_preprocess_in_step", "20_cpu_preprocess_in_step_fixed", 6.917, false},
 };
 
 struct Measured {

@@ -1,4 +1,5 @@
-// `ptadvise whatif` (run_whatif) and the `transform:` section's validation.
+// `ptadvise whatif` (run_whatif), the `transform:` section's validation, summary's critical path and the
+// replay window.
 #include <doctest/doctest.h>
 
 #include <sstream>
@@ -6,7 +7,11 @@
 #include <variant>
 
 #include "ptadvise/advisor.h"
+#include "ptadvise/analysis.h"
+#include "ptadvise/loader.h"
 #include "ptadvise/rules.h"
+#include "ptadvise/summary_printer.h"
+#include "ptadvise/whatif.h"
 
 using namespace ptadvise;
 
@@ -72,4 +77,62 @@ TEST_CASE("transform: primitives and parameters are validated with their positio
         "r.yaml:14:3: transform.apply.select: no selection named 'nope'");
   CHECK(error_of(rule_with("transform:\n  apply:\n    - remove: {}\n")) ==
         "r.yaml:14:3: transform.method: expected a non-empty string");
+}
+
+TEST_CASE("summary: the critical path of the replayed steps by category, in text and JSON") {
+  auto loaded = load_trace_file(kLoader);
+  REQUIRE(std::holds_alternative<Timeline>(loaded));
+  Analysis analysis = analyze(std::get<Timeline>(loaded));
+  const Summary summary = summarize(analysis);
+  const StepPrediction replay = WhatIf(analysis).predict_steps({});
+  REQUIRE(replay.available);
+  CHECK(replay.replayed_steps == 8);
+  CHECK(replay.steady_steps == 8);
+  const std::string text = summary_text(summary, &replay);
+  CHECK(text.find("  critical path data loader 78.4%, host 16.3%, compute 4.5%, copies 0.8% of 9.567 ms per step "
+                  "(replay of 8 steady steps)\n") != std::string::npos);
+  CHECK(text.find("2.538 ms data loader: torch/utils/data/_utils/fetch.py(51): <listcomp>") != std::string::npos);
+  const std::string json = summary_json(summary, 0, &replay);
+  CHECK(json.find("\"critical_path\":{") != std::string::npos);
+  CHECK(json.find("\"data loader\":7.497") != std::string::npos);
+  CHECK(json.find("\"replayed_steps\":8") != std::string::npos);
+  // Without a replay, no critical path.
+  CHECK(summary_text(summary).find("critical path") == std::string::npos);
+  CHECK(summary_json(summary, 0).find("critical_path") == std::string::npos);
+}
+
+TEST_CASE("replay window: a trace whose steps hold more events than the budget is replayed over a window") {
+  auto loaded = load_trace_file(kLoader);
+  REQUIRE(std::holds_alternative<Timeline>(loaded));
+  Analysis analysis = analyze(std::get<Timeline>(loaded));
+  // Within the budget: every step.
+  whatif::StepWindow all = whatif::replay_window(analysis);
+  CHECK_FALSE(all.sampled);
+  CHECK(all.first == 0);
+  CHECK(all.last == analysis.steps.size() - 1);
+  // 8 steady steps are the fewest a window holds: a tiny budget still replays them all.
+  CHECK_FALSE(whatif::replay_window(analysis, 1).sampled);
+  // A trace with more steady steps than that, on a budget of a few steps' events.
+  const std::string vllm = std::string(PTADVISE_SHARED_DIR) +
+                           "/traces/TraceLens__tests__traces__inference__vllm_prefilldecode_piecewise__capture_traces__"
+                           "graph_capture_rank_0.1773709679453551615.pt.trace.json.gz";
+  auto big = load_trace_file(vllm);
+  if (!std::holds_alternative<Timeline>(big)) {
+    MESSAGE("skipped: " << vllm << " is absent (the shared traces live beside the project)");
+    return;
+  }
+  Analysis steps = analyze(std::get<Timeline>(big));
+  REQUIRE(steps.steady_step_count() == 22);
+  const whatif::StepWindow window = whatif::replay_window(steps);
+  CHECK(window.sampled);
+  CHECK(window.measured_last - window.measured_first + 1 == 13);
+  CHECK(window.first + 1 == window.measured_first);
+  CHECK(window.last == window.measured_last + 1);
+  const whatif::Graph graph = whatif::build_graph(steps, window);
+  const whatif::ReplayResult replayed = whatif::replay(graph);
+  CHECK(replayed.steady_steps == 13);
+  // The window's measured mean is the closest to the trace's; its replay reproduces it.
+  CHECK(replayed.measured_step_ms == doctest::Approx(2.213).epsilon(0.001));
+  CHECK(steps.step_period_ns() / 1e6 == doctest::Approx(2.214).epsilon(0.001));
+  CHECK(replayed.replayed_step_ms == doctest::Approx(replayed.measured_step_ms).epsilon(0.03));
 }

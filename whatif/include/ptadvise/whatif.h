@@ -63,8 +63,31 @@ struct Lane {
   std::vector<uint32_t> nodes;  // in order
 };
 
+// The steps a graph holds and the steps whose periods its replay measures (indices into Analysis::steps,
+// inclusive). The graph holds one step more on each side of the measured ones when there is one: the
+// step before sets the state the first measured step starts from, the step after ends the last period.
+struct StepWindow {
+  uint32_t first = 0, last = kNone;                  // steps in the graph
+  uint32_t measured_first = 0, measured_last = kNone;  // steady steps whose periods are replayed
+  bool sampled = false;                              // fewer than all steady steps (docs/WHATIF.md "Cost")
+  bool holds(uint32_t step) const { return step >= first && step <= last; }
+  bool measures(uint32_t step) const { return step >= measured_first && step <= measured_last; }
+};
+
+// What one replay covers (docs/WHATIF.md, "Cost"). A trace whose steps hold at most kReplayEventBudget
+// events is replayed whole. A bigger one is replayed over a window of consecutive steady steps that holds
+// about that many events, and at least kReplayMinSteps steps: the window whose measured mean period is
+// closest to the trace's. The sampling error (the window's measured mean against the trace's) is
+// reported with the prediction.
+inline constexpr size_t kReplayEventBudget = 65536;
+inline constexpr size_t kReplayMinSteps = 8;
+
+// Every step when the steps hold at most `event_budget` events, else the representative window.
+StepWindow replay_window(const Analysis& analysis, size_t event_budget = kReplayEventBudget);
+
 struct Graph {
   const Analysis* analysis = nullptr;
+  StepWindow window;
   std::vector<Node> nodes;
   std::vector<Edge> edges;              // sorted by `to`
   std::vector<uint32_t> incoming;       // per vertex + 1: edges[incoming[v] .. incoming[v+1]) end at v
@@ -80,8 +103,10 @@ struct Graph {
   size_t inferred_waits = 0;            // host waits whose drained GPU work was found
 };
 
-// The graph of every step (warm-up included, so the steady steps start from the state the GPU was in).
-Graph build_graph(const Analysis& analysis);
+// The graph of the window's steps (all steps by default, warm-up included, so the steady steps start
+// from the state the GPU was in). Linear in the events of those steps.
+Graph build_graph(const Analysis& analysis, const StepWindow& window);
+Graph build_graph(const Analysis& analysis);  // every step
 
 // ---- transforms ------------------------------------------------------------------------------------
 
@@ -142,9 +167,9 @@ struct CriticalSegment {  // one piece of the critical path, in replayed time
 };
 
 struct ReplayResult {
-  double measured_step_ms = 0;  // Analysis::step_period_ns
+  double measured_step_ms = 0;  // mean measured period of the steady steps replayed (the window's)
   double replayed_step_ms = 0;  // mean replayed period of the same steady steps
-  size_t steady_steps = 0;
+  size_t steady_steps = 0;      // steady steps replayed
   std::array<double, kCategoryCount> critical_ms{};  // per steady step, by category
   std::vector<CriticalItem> critical_top;            // largest first
   std::vector<CriticalSegment> critical_path;        // steady steps, in time order
@@ -159,7 +184,13 @@ ReplayResult replay(const Graph& graph, const std::vector<Fix>& fixes = {}, bool
 // Measured, replayed, and why they differ when they differ by more than 3% (empty otherwise).
 std::string replay_discrepancy(const Graph& graph, const ReplayResult& result);
 
-// Factor of a scale table for a GPU op of this trace (1 when the table has no entry for it).
-double table_factor(const Timeline& timeline, ScaleTable table, EventIndex gpu_op);
+// This trace's pinned-copy bandwidth per direction, measured once for all the ops a transform scales.
+struct CopyRates {
+  std::optional<double> host_to_device, device_to_host;  // bytes per ns; 0 when the trace has no pinned copy
+};
+
+// Factor of a scale table for a GPU op of this trace (1 when the table has no entry for it). `rates`
+// caches the trace's measured bandwidths between calls.
+double table_factor(const Timeline& timeline, ScaleTable table, EventIndex gpu_op, CopyRates* rates = nullptr);
 
 }  // namespace ptadvise::whatif
