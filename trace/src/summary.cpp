@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <limits>
 #include <string>
+#include <utility>
 
 #include "analysis_detail.h"
 
@@ -232,26 +233,21 @@ std::vector<std::string> unexplained_idle_notes(const Summary& summary) {
     if (pct < 5.0) continue;
     char figure[96];
     std::snprintf(figure, sizeof figure, "%.3g ms per step (%.0f%% of the step)", ms, pct);
-    switch (share.cause) {
-      case IdleCause::Untraced:
-        notes.push_back(std::string("the GPU idles ") + figure +
-                        " while the launching thread records no event: the trace does not say what the host did "
-                        "(Python between ops, or events the file leaves out); no finding counts it as a saving. "
-                        "Record with with_stack=True to see it");
-        break;
-      case IdleCause::GraphCapture:
-        notes.push_back(std::string("the GPU idles ") + figure +
-                        " while the host records CUDA/HIP graphs (stream capture): this part of the trace is a "
-                        "capture, not the workload; profile the graph replays to check them");
-        break;
-      case IdleCause::ExternalWait:
-        notes.push_back(std::string("the GPU idles ") + figure +
-                        " with work queued or awaited that the trace does not show (the host blocks in a "
-                        "synchronising call behind it): work queued before profiling, another process or an "
-                        "untraced stream; no finding counts it as a saving");
-        break;
-      default:
-        break;
+    static constexpr std::pair<IdleCause, const char*> kWhy[] = {
+        {IdleCause::Untraced,
+         " while the launching thread records no event: the trace does not say what the host did (Python between "
+         "ops, or events the file leaves out); no finding counts it as a saving. Record with with_stack=True to "
+         "see it"},
+        {IdleCause::GraphCapture,
+         " while the host records CUDA/HIP graphs (stream capture): this part of the trace is a capture, not the "
+         "workload; profile the graph replays to check them"},
+        {IdleCause::ExternalWait,
+         " with work queued or awaited that the trace does not show (the host blocks in a synchronising call "
+         "behind it): work queued before profiling, another process or an untraced stream; no finding counts it "
+         "as a saving"},
+    };
+    for (const auto& [cause, why] : kWhy) {
+      if (cause == share.cause) notes.push_back(std::string("the GPU idles ") + figure + why);
     }
   }
   return notes;
