@@ -173,6 +173,7 @@ const std::map<std::string, IdleCause, std::less<>>& cause_names() {
       {"untraced", IdleCause::Untraced},
       {"graph-capture", IdleCause::GraphCapture},
       {"external-wait", IdleCause::ExternalWait},
+      {"warm-up", IdleCause::WarmUp},
   };
   return names;
 }
@@ -810,7 +811,7 @@ class RuleCompiler {
   // external-wait (the host waits for work the trace does not show) only when named.
   static uint32_t any_cause_bits() {
     return ~0u & ~(1u << static_cast<unsigned>(IdleCause::GraphCapture)) &
-           ~(1u << static_cast<unsigned>(IdleCause::ExternalWait));
+           ~(1u << static_cast<unsigned>(IdleCause::ExternalWait)) & ~(1u << static_cast<unsigned>(IdleCause::WarmUp));
   }
 
   uint32_t compile_causes(const YAML::Node& causes, const std::string& key) {
@@ -825,7 +826,8 @@ class RuleCompiler {
       if (found == cause_names().end()) {
         r_.fail(causes.IsSequence() ? causes[i] : causes, key,
                 "unknown idle cause '" + names[i] +
-                    "'; expected any, sync, data-loader, launch-bound, cpu-work, untraced, graph-capture or external-wait");
+                    "'; expected any, sync, data-loader, launch-bound, cpu-work, untraced, graph-capture, external-wait or "
+                    "warm-up");
       }
       bits |= 1u << static_cast<unsigned>(found->second);
     }

@@ -39,6 +39,8 @@ std::string_view to_string(IdleCause cause) {
       return "graph-capture";
     case IdleCause::ExternalWait:
       return "external-wait";
+    case IdleCause::WarmUp:
+      return "warm-up";
   }
   return "untraced";
 }
@@ -67,6 +69,8 @@ uint16_t classify_name(std::string_view name) {
   const bool loads_modules = name.starts_with("cuModuleLoad") || name.starts_with("cuLibraryLoad") ||
                              name.starts_with("hipModuleLoad");
   if (allocates || autotunes || loads_modules) classes |= kOneOffWork;
+  if (allocates) classes |= kAllocation;
+  if (loads_modules) classes |= kModuleLoad;
   const bool is_memcpy_call =
       name.starts_with("cudaMemcpy") || name.starts_with("hipMemcpy") || name.starts_with("cuMemcpy");
   const bool is_async = name.find("Async") != std::string_view::npos;

@@ -23,6 +23,8 @@ enum NameClass : uint16_t {
   kOneOffWork = 1u << 9,     // warm-up work: cudaMalloc/cudaFree, cuDNN autotuning, module loading
   kCaptureBegin = 1u << 10,  // cudaStreamBeginCapture, hipStreamBeginCapture (+ _v2, ToGraph): graph recording starts
   kCaptureEnd = 1u << 11,    // cudaStreamEndCapture, hipStreamEndCapture
+  kAllocation = 1u << 12,    // driver allocations and frees (cudaMalloc, cudaFree, hipMalloc, cuMemAlloc, ...)
+  kModuleLoad = 1u << 13,    // cuModuleLoad..., cuLibraryLoad..., hipModuleLoad...: code loading
 };
 
 struct NameClasses {

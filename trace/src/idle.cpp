@@ -129,7 +129,7 @@ void sweep_thread(const Timeline& timeline, uint32_t track, int64_t from, int64_
   }
 }
 
-enum class PieceKind { Sync, DataLoader, Launch, Work, Untraced };
+enum class PieceKind { Sync, DataLoader, OneOff, Launch, Work, Untraced };
 
 struct Classified {
   PieceKind kind;
@@ -144,6 +144,9 @@ constexpr int64_t kExternalWaitMinNs = 1'000'000;
 // GPU ops start within tens of microseconds of their launch call; one queued longer while the GPU idles
 // is held back by something other than the host.
 constexpr int64_t kQueuedLatencyNs = 100'000;
+// A kernel launch or other non-synchronising runtime call lasts microseconds; one over a millisecond is
+// one-off work: loading the kernel's code on its first launch, creating the context or a stream.
+constexpr int64_t kOneOffCallNs = 1'000'000;
 
 }  // namespace
 
@@ -223,6 +226,9 @@ class LedgerBuilder {
         case PieceKind::DataLoader:
           cause = IdleCause::DataLoader;
           break;
+        case PieceKind::OneOff:
+          cause = IdleCause::WarmUp;
+          break;
         case PieceKind::Launch:
         case PieceKind::Work:
         case PieceKind::Untraced:
@@ -281,6 +287,15 @@ class LedgerBuilder {
     const EventIndex launch = events_.launch[next_op];
     return launch != call && events_.end_ns(launch) <= events_.ts_ns[call] &&
            events_.end_ns(launch) + kQueuedLatencyNs <= at;
+  }
+
+  // Code loading (module loads, a first launch), context or stream creation: a runtime call over 1 ms
+  // that neither copies (pageable staging takes the host's time every step) nor allocates (allocations
+  // recur when the allocator churns: allocator-churn's).
+  bool is_one_off_call(EventIndex e, uint16_t classes) const {
+    if (classes & kModuleLoad) return true;
+    if (classes & (kAsyncMemcpy | kAllocation)) return false;
+    return events_.dur_ns[e] > kOneOffCallNs;
   }
 
   // Stretches in which a host thread records CUDA/HIP graphs: from a BeginCapture to its EndCapture, and
@@ -364,7 +379,7 @@ class LedgerBuilder {
 
   // The innermost event of each role on the chain from an event up to its outermost parent.
   struct Chain {
-    EventIndex sync = kNone, loader = kNone, launch = kNone, op = kNone, python = kNone, note = kNone,
+    EventIndex sync = kNone, loader = kNone, one_off = kNone, launch = kNone, op = kNone, python = kNone, note = kNone,
                other_call = kNone;
   };
 
@@ -392,6 +407,8 @@ class LedgerBuilder {
       if (kind == EventKind::Runtime || kind == EventKind::Driver) {
         if ((classes & kSyncCall) || blocking_.count(e)) {
           chain.sync = e;
+        } else if (is_one_off_call(e, classes)) {
+          chain.one_off = e;
         } else if (classes & kLaunchCall) {
           chain.launch = e;
         } else {
@@ -423,6 +440,7 @@ class LedgerBuilder {
                      python = chain.python, note = chain.note, other_call = chain.other_call;
     if (sync != kNone) return {PieceKind::Sync, op != kNone ? op : sync, innermost, sync};
     if (loader != kNone) return {PieceKind::DataLoader, loader, innermost};
+    if (chain.one_off != kNone) return {PieceKind::OneOff, op != kNone ? op : chain.one_off, innermost};
     if (launch != kNone) return {PieceKind::Launch, op != kNone ? op : launch, innermost};
     for (EventIndex culprit : {op, python, note, other_call}) {
       if (culprit != kNone) return {PieceKind::Work, culprit, innermost};

@@ -245,6 +245,10 @@ std::vector<std::string> unexplained_idle_notes(const Summary& summary) {
          " with work queued or awaited that the trace does not show (the host blocks in a synchronising call "
          "behind it): work queued before profiling, another process or an untraced stream; no finding counts it "
          "as a saving"},
+        {IdleCause::WarmUp,
+         " while the host does one-off work (first launches loading kernel code, driver allocations, context or "
+         "stream creation, autotuning): the profiled steps include warm-up; profile later iterations "
+         "(torch.profiler.schedule(wait=1, warmup=1, active=3))"},
     };
     for (const auto& [cause, why] : kWhy) {
       if (cause == share.cause) notes.push_back(std::string("the GPU idles ") + figure + why);

@@ -117,3 +117,22 @@ TEST_CASE("steps: a whole-window step is timed from its first GPU op; a lone ste
     CHECK(analysis.steps[0].period_ns == us(70));
   }
 }
+
+TEST_CASE("ledger: warm-up — a first launch that loads its kernel's code; allocations stay host work") {
+  TraceBuilder trace(Era::Kineto2023);
+  trace.annotation("ProfilerStep#1", 0, 10000);
+  trace.launch("k", 0, 1, 0, 100);
+  trace.cpu_op("aten::relu", 200, 2100);
+  trace.launch("first_relu", 210, 2000, 2300, 100);  // 2 ms in cudaLaunchKernel: code loading
+  trace.cpu_op("aten::empty", 2500, 3000);
+  trace.runtime("cudaMalloc", 2510, 2900, trace.next_correlation());  // 2.9 ms, but an allocation
+  trace.launch("k2", 5600, 5, 5700, 4300);
+  Timeline timeline = trace.load();
+  Analysis analysis = analyze(timeline);
+  // Gap 100..2300: 100 untraced, 10 in aten::relu, 2000 in the long launch (warm-up), 90 in aten::relu.
+  CHECK(analysis.idle_ns(IdleCause::WarmUp) == us(2000));
+  // Gap 2400..5700: the cudaMalloc is aten::empty's host work (cpu-work), not warm-up.
+  CHECK(analysis.idle_ns(IdleCause::CpuWork) >= us(3000));
+  CHECK(to_string(IdleCause::WarmUp) == "warm-up");
+  CHECK(any_note_contains(unexplained_idle_notes(summarize(analysis)), "one-off work"));
+}

@@ -54,12 +54,15 @@ int64_t covered_ns(const std::vector<Interval>& merged, int64_t start, int64_t e
 // starved it: the op that ends the gap was queued before the call began (over 100 us earlier), or no traced
 // GPU work completes during the call (over 1 ms). The GPU waits for work the trace does not show (queued
 // before profiling started, another process, an untraced stream); removing the call gives nothing back.
-enum class IdleCause { Sync, DataLoader, LaunchBound, CpuWork, Untraced, GraphCapture, ExternalWait };
+// WarmUp: the host does one-off work: module loading, or a runtime call over 1 ms that neither
+// synchronises, copies nor allocates (a first launch loading its kernel's code, context or stream creation).
+// It does not recur in later iterations. (Allocations can recur every step: they stay the host's work.)
+enum class IdleCause { Sync, DataLoader, LaunchBound, CpuWork, Untraced, GraphCapture, ExternalWait, WarmUp };
 inline constexpr IdleCause kIdleCauses[] = {IdleCause::Sync,     IdleCause::DataLoader,   IdleCause::LaunchBound,
                                             IdleCause::CpuWork,  IdleCause::Untraced,     IdleCause::GraphCapture,
-                                            IdleCause::ExternalWait};
+                                            IdleCause::ExternalWait, IdleCause::WarmUp};
 inline constexpr size_t kIdleCauseCount = std::size(kIdleCauses);
-// "sync", "data-loader", "launch-bound", "cpu-work", "untraced", "graph-capture", "external-wait"
+// "sync", "data-loader", "launch-bound", "cpu-work", "untraced", "graph-capture", "external-wait", "warm-up"
 std::string_view to_string(IdleCause cause);
 
 // One GPU idle gap inside a step, charged once to its cause. `culprit` is the host event responsible
@@ -215,8 +218,8 @@ struct Summary {
 Summary summarize(const Analysis& analysis, size_t top_n = 10);
 
 // What the idle ledger could not charge to the traced program, when it is a large share of the step
-// (5% or more): GPU idle with no host event (untraced), while graphs were recorded (graph-capture) or while
-// the GPU held queued work back (external-wait). One sentence each, for the trace's notes: no finding
+// (5% or more): GPU idle with no host event (untraced), while graphs were recorded (graph-capture), while
+// the GPU held queued work back (external-wait) or during one-off work (warm-up). One sentence each, for the trace's notes: no finding
 // claims this time, so a clean result says where it went.
 std::vector<std::string> unexplained_idle_notes(const Summary& summary);
 
