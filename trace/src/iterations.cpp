@@ -300,13 +300,14 @@ void measure_periods(const Timeline& timeline, const NameClasses& names, Analysi
   for (size_t k = 0; k < n; ++k) {
     if (gpu_first[k] < 0) gpu_first[k] = steps[k].gpu_start_ns;
   }
-  // The last step has no successor: its host side ends at its marker's end, unless it is the only step and
-  // records nothing for most of its length (with several steps, a cut-short last one is found below). A ProfilerStep left open when profiling stopped is closed at the stop, which may
-  // be seconds after its last event; that tail records nothing and is no part of the iteration.
+  // A lone step ends at its marker's end, unless it records nothing for most of its length: a ProfilerStep
+  // left open when profiling stopped is closed at the stop, possibly seconds after its last event, and that
+  // tail is no part of the iteration. (With several steps, a cut-short last one is found below.) Only a
+  // lone step needs this pass over the events.
   int64_t last_content_end = std::numeric_limits<int64_t>::min();
-  if (n > 0) {
+  if (n == 1) {
     for (EventIndex i = 0; i < events.size(); ++i) {
-      if (analysis.event_step[i] != n - 1 || i == steps[n - 1].marker) continue;
+      if (analysis.event_step[i] != 0 || i == steps[0].marker) continue;
       const EventKind kind = events.kind[i];
       if (kind == EventKind::MemoryInstant || kind == EventKind::Instant || kind == EventKind::Other) continue;
       last_content_end = std::max(last_content_end, events.end_ns(i));

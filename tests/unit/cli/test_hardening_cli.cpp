@@ -10,7 +10,7 @@
 
 #include "../advisor/python_check.h"
 #include "../advisor/temp_dir.h"
-#include "shell_run.h"
+#include "cli_run.h"
 #include "trace_builder.h"
 
 namespace {
@@ -18,7 +18,7 @@ namespace {
 using ptadvise::testing::read_file;
 using ptadvise::testing::TempDir;
 
-using Run = ptadvise::testing::ShellRun;
+using Run = ptadvise::testing::Run;
 
 // `prefix` runs in the same shell first (ulimit, trap).
 Run cli(const std::string& args, const std::string& prefix = "") {
