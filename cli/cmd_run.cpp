@@ -17,6 +17,7 @@
 #include "ptadvise/advisor.h"
 #include "ptadvise/capture.h"
 #include "ptadvise/io.h"
+#include "ptadvise/visible_text.h"
 
 namespace ptadvise::cli {
 
@@ -131,7 +132,7 @@ int run(const RunOptions& options, const std::vector<std::string>& command) {
   }
   std::cerr << "ptadvise: " << outputs.traces.size() << " trace" << (outputs.traces.size() == 1 ? "" : "s")
             << " written" << std::endl;
-  for (const std::string& trace : outputs.traces) std::cerr << "  " << trace << '\n';
+  for (const std::string& trace : outputs.traces) std::cerr << "  " << visible_text(trace) << '\n';
   CheckOptions check = options.check;
   check.traces = outputs.traces;
   std::cout.flush();

@@ -5,6 +5,7 @@
 #include <new>
 
 #include "commands.h"
+#include "ptadvise/visible_text.h"
 #include "usage.h"
 
 // Sanitizer builds (CI runs the suite under ASan + UBSan): a memory error or undefined behaviour exits 86,
@@ -29,8 +30,11 @@ int& exit_code() {
   return code;
 }
 
-void print_error(std::string_view message) { std::cerr << "ptadvise: error: " << message << '\n'; }
-void print_warning(std::string_view message) { std::cerr << "ptadvise: warning: " << message << '\n'; }
+// Messages name files and quote other processes' notes: one line each, control characters made visible.
+void print_error(std::string_view message) { std::cerr << "ptadvise: error: " << ptadvise::visible_text(message) << '\n'; }
+void print_warning(std::string_view message) {
+  std::cerr << "ptadvise: warning: " << ptadvise::visible_text(message) << '\n';
+}
 
 bool parse_output_options(const std::vector<std::string>& outputs, std::vector<std::pair<std::string, std::string>>& parsed) {
   for (const auto& output : outputs) {

@@ -354,8 +354,8 @@ Timeline load_one(const std::string& path, bool accept_partial, std::ostream& er
     err << "ptadvise: warning: " << format::visible(*partial) << "\n";
   }
   if (timelines.size() > 1) {
-    err << "ptadvise: warning: " << path << ": " << timelines.size() << " traces; comparing the first ("
-        << timelines.front().path << ")\n";
+    err << "ptadvise: warning: " << format::visible(path) << ": " << timelines.size() << " traces; comparing the first ("
+        << format::visible(timelines.front().path) << ")\n";
   }
   return std::move(timelines.front());
 }
@@ -400,7 +400,7 @@ int run_diff(const DiffOptions& options, std::ostream& out, std::ostream& err) {
   try {
     return diff(options, out, err);
   } catch (const Failure& failure) {
-    err << "ptadvise: error: " << failure.message << "\n";
+    err << "ptadvise: error: " << format::visible(failure.message) << "\n";
     return kInputError;
   }
 }
@@ -409,7 +409,7 @@ int run_check(const CheckOptions& options, std::ostream& out, std::ostream& err)
   try {
     return run(options, out, err);
   } catch (const Failure& failure) {
-    err << "ptadvise: error: " << failure.message << "\n";
+    err << "ptadvise: error: " << format::visible(failure.message) << "\n";
     return kInputError;
   }
 }

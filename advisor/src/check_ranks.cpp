@@ -9,6 +9,7 @@
 #include <set>
 #include <thread>
 
+#include "format.h"
 #include "ptadvise/loader.h"
 
 namespace ptadvise::check_detail {
@@ -167,14 +168,14 @@ std::vector<TraceReport> assemble_jobs(std::vector<TraceReport> traces, const st
                                        std::ostream& err) {
   std::vector<TraceReport> out;
   for (const JobGroup& group : group_jobs(digests)) {
-    if (!group.note.empty()) err << "ptadvise: warning: " << digests[group.members.front()].path << ": " << group.note << "\n";
+    if (!group.note.empty()) err << "ptadvise: warning: " << format::visible(digests[group.members.front()].path) << ": " << format::visible(group.note) << "\n";
     bool talks = false, distributed = false;
     for (size_t m : group.members) {
       talks = talks || !digests[m].collectives.empty();
       distributed = distributed || digests[m].world_size > 1;
     }
     if (group.members.size() >= 2 && !talks && !distributed) {
-      err << "ptadvise: warning: " << group.name << ": " << group.members.size()
+      err << "ptadvise: warning: " << format::visible(group.name) << ": " << group.members.size()
           << " traces with ranks in their names but no collectives and no distributed info: checked each on its own\n";
     }
     if (group.members.size() < 2 || (!talks && !distributed)) {
@@ -186,7 +187,7 @@ std::vector<TraceReport> assemble_jobs(std::vector<TraceReport> traces, const st
     const JobAnalysis job = analyze_job(ranks, group.name);
     if (talks && job.aligned_collectives == 0) {
       // The ranks of one job run the same collectives; traces that share none are separate runs.
-      err << "ptadvise: warning: " << group.name << ": " << group.members.size()
+      err << "ptadvise: warning: " << format::visible(group.name) << ": " << group.members.size()
           << " traces with ranks share no collective: not the ranks of one job; checked each on its own\n";
       for (size_t m : group.members) out.push_back(std::move(traces[m]));
       continue;

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "ptadvise/advisor.h"
+#include "ptadvise/visible_text.h"
 
 namespace ptadvise::format {
 
@@ -36,24 +37,9 @@ inline std::string short_number(double value) {
   return text;
 }
 
-// Text from a trace (event names, paths) made safe to show: C0 and C1 control characters and DEL, which
-// a terminal or a CI log would act on (ESC sequences, a CR that rewrites the line, ::commands after a
-// newline), become visible `\xNN` escapes. Newlines and tabs stay when `keep_newlines`.
+// Text from a trace (event names, paths) made safe to show on a terminal or in a CI log (visible_text).
 inline std::string visible(std::string_view text, bool keep_newlines = false) {
-  std::string out;
-  out.reserve(text.size());
-  for (size_t i = 0; i < text.size(); ++i) {
-    auto u = static_cast<unsigned char>(text[i]);
-    if (u == 0xC2 && i + 1 < text.size() && static_cast<unsigned char>(text[i + 1]) >= 0x80 &&
-        static_cast<unsigned char>(text[i + 1]) <= 0x9F) {  // U+0080..U+009F, the C1 controls (CSI is U+009B)
-      out += fmt::format("\\u{:04x}", static_cast<unsigned char>(text[++i]));
-    } else if ((u < 0x20 && !(keep_newlines && (u == '\n' || u == '\t'))) || u == 0x7F) {
-      out += fmt::format("\\x{:02x}", u);
-    } else {
-      out += static_cast<char>(u);
-    }
-  }
-  return out;
+  return visible_text(text, keep_newlines);
 }
 
 // A Markdown table cell: no pipes or line breaks, no control characters.

@@ -24,9 +24,37 @@ inline Json number(double value, int decimals) {
 }
 
 // Text of a document: `indent` spaces per level, or one line when negative. Bytes that are not UTF-8
-// (names from traces) become U+FFFD instead of failing the whole output.
+// (names from traces) become U+FFFD instead of failing the whole output. What the serializer leaves raw
+// but a terminal or a CI log would act on is written as a \u escape, the same string to every JSON
+// reader: DEL, the C1 controls (U+009B is a CSI), and the '#' of a `##[command]` (legacy GitHub, Azure,
+// TeamCity; recognised anywhere in a printed line).
 inline std::string dump(const Json& document, int indent = 2) {
-  return document.dump(indent, ' ', false, Json::error_handler_t::replace);
+  const std::string raw = document.dump(indent, ' ', false, Json::error_handler_t::replace);
+  std::string text;
+  text.reserve(raw.size());
+  // All of these occur only inside strings; C0 controls are \u escapes already.
+  for (size_t i = 0; i < raw.size(); ++i) {
+    const auto u = static_cast<unsigned char>(raw[i]);
+    const auto next = i + 1 < raw.size() ? static_cast<unsigned char>(raw[i + 1]) : 0;
+    if (u == 0x7F) {
+      text += "\\u007f";
+    } else if (u == 0xC2 && next >= 0x80 && next <= 0x9F) {
+      text += next < 0x90 ? "\\u008" : "\\u009";
+      text += "0123456789abcdef"[next & 0x0F];
+      ++i;
+    } else if (u == '#' && next == '#') {
+      size_t k = i + 2;
+      while (k < raw.size() && ((raw[k] >= 'a' && raw[k] <= 'z') || (raw[k] >= 'A' && raw[k] <= 'Z'))) ++k;
+      text += '#';
+      if (k < raw.size() && raw[k] == '[') {
+        text += "\\u0023";
+        ++i;
+      }
+    } else {
+      text += static_cast<char>(u);
+    }
+  }
+  return text;
 }
 
 inline void write(std::ostream& out, const Json& document) { out << dump(document) << "\n"; }

@@ -1,5 +1,6 @@
 // JUnit XML for CI test reports: a testsuite per trace, a testcase per rule. Written by pugixml, which
-// escapes; control characters (not allowed in XML 1.0, not even as references) are made visible first.
+// escapes; control characters (not allowed in XML 1.0, not even as references) are made visible first, and
+// line breaks inside names too (a name must not start a line of a CI log).
 #include <pugixml.hpp>
 
 #include <ostream>
@@ -12,11 +13,14 @@ namespace {
 
 using format::fixed;
 
-// Text for an XML attribute or element: no control characters but newlines and tabs.
-std::string xml_text(std::string_view text) { return format::visible(text, /*keep_newlines=*/true); }
+using format::visible;
 
+// An element's text: our own line breaks stay; the pieces from the trace went through `visible` already.
+std::string xml_text(std::string_view text) { return visible(text, /*keep_newlines=*/true); }
+
+// An attribute is one line.
 void set(pugi::xml_node node, const char* name, const std::string& value) {
-  node.append_attribute(name).set_value(xml_text(value).c_str());
+  node.append_attribute(name).set_value(visible(value).c_str());
 }
 
 void set(pugi::xml_node node, const char* name, size_t value) {
@@ -34,10 +38,10 @@ std::string case_body(const TraceReport& trace, const Case& c) {
   for (size_t i : c.findings) {
     const Finding& f = trace.findings[i];
     std::string where = format::source_text(f);
-    body += "#" + std::to_string(f.rank) + " " + std::string(to_string(f.severity)) + ": " + f.message + "\n  at " +
-            (where.empty() ? describe_site(f.site) : where) + "\n  saves ~" + fixed(f.saving_ms_per_step, 3) +
+    body += "#" + std::to_string(f.rank) + " " + std::string(to_string(f.severity)) + ": " + visible(f.message) +
+            "\n  at " + visible(where.empty() ? describe_site(f.site) : where) + "\n  saves ~" + fixed(f.saving_ms_per_step, 3) +
             " ms per step" + (!trace.new_finding.empty() && !trace.new_finding[i] ? " (in baseline)" : "") + "\n";
-    if (!f.fix.empty()) body += "  fix: " + f.fix + "\n";
+    if (!f.fix.empty()) body += "  fix: " + visible(f.fix) + "\n";
   }
   return body;
 }

@@ -32,7 +32,7 @@ std::string device_line(const DeviceInfo& device) {
   std::string line = "GPU " + std::to_string(device.id);
   line += ": " + (device.name.empty() ? (device.vendor.empty() ? std::string("(unnamed device)")
                                                                    : "(unnamed " + device.vendor + " device)")
-                                       : device.name);
+                                       : format::visible(device.name));
   std::string details;
   if (device.compute_major >= 0) {
     details += "cc " + std::to_string(device.compute_major) + "." + std::to_string(std::max(device.compute_minor, 0));
@@ -87,7 +87,7 @@ jsondoc::Json stats_document(const std::vector<KernelStat>& stats) {
 
 std::string summary_text(const Summary& summary, const StepPrediction* replay) {
   constexpr size_t kLabel = 14;
-  std::string out = summary.path;
+  std::string out = format::visible(summary.path);
   if (summary.rank) out += "  (rank " + std::to_string(*summary.rank) + ")";
   out += "\n";
   auto line = [&out](const char* label, const std::string& text) { out += "  " + pad(label, kLabel) + text + "\n"; };
@@ -99,9 +99,9 @@ std::string summary_text(const Summary& summary, const StepPrediction* replay) {
     }
   }
   line("steps", std::to_string(summary.step_count) + " (" + std::string(to_string(summary.step_source)) + ": " +
-                    summary.step_note + ")");
+                    format::visible(summary.step_note) + ")");
   if (summary.step_count == 0) return out;
-  if (!summary.warmup_note.empty()) line("warm-up", summary.warmup_note);
+  if (!summary.warmup_note.empty()) line("warm-up", format::visible(summary.warmup_note));
   if (summary.last_step_partial) line("", "the last step was cut short by the end of profiling: left out");
   if (summary.steady_steps == 0) return out;
   line("step period", ms(summary.step_period_ms) + " mean over " + std::to_string(summary.steady_steps) +

@@ -46,6 +46,17 @@ void wrapped(std::ostream& out, const std::string& prefix, size_t prefix_columns
         while (bytes < word.size() && (static_cast<unsigned char>(word[bytes]) & 0xC0) == 0x80) ++bytes;
         ++taken;
       }
+      // A continuation line never starts with "::" (a CI log would read `::error ...` there as a command):
+      // the split moves back before the colons, or between them.
+      auto colons_next = [&] { return bytes + 1 < word.size() && word[bytes] == ':' && word[bytes + 1] == ':'; };
+      while (colons_next() && bytes > 1 && static_cast<unsigned char>(word[bytes - 1]) < 0x80) {
+        --bytes;
+        --taken;
+      }
+      while (colons_next()) {
+        ++bytes;
+        ++taken;
+      }
       out << word.substr(0, bytes) << "\n" << std::string(indent, ' ');
       word.remove_prefix(bytes);
       word_columns -= taken;

@@ -29,13 +29,13 @@ void print_items(const std::vector<whatif::CriticalItem>& items, std::ostream& o
   const size_t keep = std::min<size_t>(5, items.size());
   for (size_t k = 0; k < keep; ++k) {
     out << "      " << format::fixed(items[k].ms_per_step, 3) << " ms  " << whatif::to_string(items[k].category) << "  "
-        << items[k].name.substr(0, 100) << "\n";
+        << format::visible(items[k].name.substr(0, 100)) << "\n";
   }
 }
 
 void print_text(const std::string& path, const StepPrediction& p, const std::vector<Finding>& findings,
                 const std::vector<bool>& applied, std::ostream& out) {
-  out << "ptadvise whatif: " << path << "\n";
+  out << "ptadvise whatif: " << format::visible(path) << "\n";
   if (!p.available) {
     out << "  no steady steps to replay\n";
     return;
@@ -47,7 +47,7 @@ void print_text(const std::string& path, const StepPrediction& p, const std::vec
         << " steady steps, a window whose measured mean is " << format::fixed(p.window_measured_step_ms, 3)
         << " ms (docs/WHATIF.md, Cost)\n";
   }
-  if (!p.discrepancy.empty()) out << "    " << p.discrepancy << "\n";
+  if (!p.discrepancy.empty()) out << "    " << format::visible(p.discrepancy) << "\n";
   out << "  predicted step: " << format::fixed(p.predicted_step_ms, 3) << " ms with " << p.fixes_applied
       << (p.fixes_applied == 1 ? " fix" : " fixes") << " applied together\n";
   out << "  critical path before: " << format::critical_shares(p.critical_ms) << "\n";
@@ -58,7 +58,7 @@ void print_text(const std::string& path, const StepPrediction& p, const std::vec
   for (size_t i = 0; i < findings.size(); ++i) {
     const Finding& f = findings[i];
     out << "    " << (applied[i] ? "[applied] " : "          ") << f.rule_id << " " << f.rule_name << " at "
-        << describe_site(f.site) << ": " << format::fixed(f.predicted_step_ms, 3) << " ms (saves "
+        << format::visible(describe_site(f.site)) << ": " << format::fixed(f.predicted_step_ms, 3) << " ms (saves "
         << format::fixed(f.saving_ms_per_step, 3) << " ms, " << f.saving_basis << ")  " << f.fingerprint << "\n";
   }
 }
@@ -85,7 +85,7 @@ void print_json(const std::string& path, const StepPrediction& p, const std::vec
 
 int run_whatif(const WhatifOptions& options, std::ostream& out, std::ostream& err) {
   auto fail = [&err](const std::string& message) {
-    err << "ptadvise: error: " << message << "\n";
+    err << "ptadvise: error: " << format::visible(message) << "\n";
     return 2;
   };
   if (options.format != "text" && options.format != "json") return fail("--format: expected text or json");
@@ -95,7 +95,7 @@ int run_whatif(const WhatifOptions& options, std::ostream& out, std::ostream& er
   auto loaded = load_trace_file(options.trace);
   if (auto* error = std::get_if<LoadError>(&loaded)) return fail(error->message);
   const Timeline& timeline = std::get<Timeline>(loaded);
-  for (const std::string& warning : timeline.stats.warnings) err << "ptadvise: warning: " << warning << "\n";
+  for (const std::string& warning : timeline.stats.warnings) err << "ptadvise: warning: " << format::visible(warning) << "\n";
   Analysis analysis = analyze(timeline);
   EvaluateOptions evaluate_options;
   evaluate_options.predict = false;  // one graph below serves every finding and the trace

@@ -1,7 +1,9 @@
 // The CLI under hostile conditions: atomic outputs (full disk, planted symlinks, two traces of one rank),
-// partial traces failing the gate, absurd inputs ending in one line and exit 2.
+// partial traces failing the gate, absurd inputs ending in one line and exit 2, names from a trace that
+// must not act on a terminal or a CI log.
 #include <doctest/doctest.h>
 #include <sys/wait.h>
+#include <zlib.h>
 
 #include <algorithm>
 #include <cstdlib>
@@ -10,6 +12,7 @@
 
 #include "../advisor/python_check.h"
 #include "../advisor/temp_dir.h"
+#include "ci_log_safety.h"
 #include "cli_run.h"
 #include "trace_builder.h"
 
@@ -137,4 +140,69 @@ TEST_CASE("hardening cli: traces from a pipe are checked; annotating one is a cl
   CHECK(annotate.exit_code == 2);
   CHECK(annotate.err.find(": --annotate needs the trace as a file (it was read from a pipe)") != std::string::npos);
   CHECK_FALSE(std::filesystem::exists(dir.file("out.json")));
+}
+
+namespace {
+
+std::string gunzip(const std::string& path) {
+  gzFile file = gzopen(path.c_str(), "rb");
+  REQUIRE(file != nullptr);
+  std::string text;
+  char buffer[65536];
+  int got;
+  while ((got = gzread(file, buffer, sizeof buffer)) > 0) text.append(buffer, static_cast<size_t>(got));
+  gzclose(file);
+  return text;
+}
+
+void replace_all(std::string& text, const std::string& from, const std::string& to) {
+  for (size_t at = text.find(from); at != std::string::npos; at = text.find(from, at + to.size())) {
+    text.replace(at, from.size(), to);
+  }
+}
+
+std::string problems_of(const Run& run, bool github = false) {
+  std::string text;
+  for (const auto& p : ptadvise::testing::ci_log_problems(run.out, github)) text += "stdout " + p + "\n";
+  for (const auto& p : ptadvise::testing::ci_log_problems(run.err)) text += "stderr " + p + "\n";
+  return text;
+}
+
+}  // namespace
+
+TEST_CASE("hardening cli: names and paths from a trace forge no CI log command and no terminal escape") {
+  TempDir dir;
+  // JSON escapes in the trace: a newline, ESC, CR, then GitHub's legacy command form.
+  const std::string payload = "\\n::error file=a::pwned\\u001b[31m\\r ##[error]legacy";
+  std::string trace = gunzip(kScenario);
+  replace_all(trace, "\"aten::copy_\"", "\"aten::copy_" + payload + "\"");
+  replace_all(trace, "Memcpy HtoD (Pageable -> Device)\"", "Memcpy HtoD (Pageable -> Device)" + payload + "\"");
+  replace_all(trace, "\"NVIDIA A100-SXM4-40GB\"", "\"NVIDIA A100-SXM4-40GB" + payload + "\"");
+  // The folder's name reaches every line that names the trace.
+  dir.write("t\n::error file=b::pwned ##[error]path/trace.json", trace);
+  const std::string traces = dir.path() + "/t*";
+  const std::string file = traces + "/trace.json";
+  for (const char* format : {"text", "json", "sarif", "github", "junit", "markdown"}) {
+    CAPTURE(format);
+    Run run = cli(std::string("check --exit-zero --format ") + format + " " + traces);
+    CHECK(run.exit_code == 0);
+    CHECK(run.out.find("pwned") != std::string::npos);
+    CHECK(problems_of(run, std::string(format) == "github") == "");
+  }
+  for (const std::string& command : {"summary " + file, "summary --format json " + file, "whatif " + file,
+                                     "whatif --format json " + file, "diff " + kScenario + " " + file}) {
+    CAPTURE(command);
+    Run run = cli(command);
+    CHECK(run.exit_code == 0);
+    CHECK(run.out.find("pwned") != std::string::npos);
+    CHECK(problems_of(run) == "");
+  }
+  const std::string missing = "\"$(echo " + file + ")/missing\"";  // a glob matches only what exists
+  for (const std::string& command : {"check " + missing, "summary " + missing, "whatif " + missing}) {
+    CAPTURE(command);
+    Run run = cli(command);
+    CHECK(run.exit_code == 2);
+    CHECK(run.err.find("pwned") != std::string::npos);
+    CHECK(problems_of(run) == "");
+  }
 }
