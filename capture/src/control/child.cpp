@@ -1,5 +1,6 @@
 // Running the captured program as a child: fork/exec, signal forwarding, exit status.
 #include <fcntl.h>
+#include <pthread.h>
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
@@ -18,15 +19,34 @@ namespace ptadvise {
 namespace {
 
 std::atomic<pid_t> g_child{0};
+// Signals that arrived before the child's pid was known (the handlers go in before fork): sent as soon as
+// it is. A bit per entry of kForwardedSignals.
+std::atomic<unsigned> g_pending{0};
 constexpr int kForwardedSignals[] = {SIGINT, SIGTERM, SIGHUP, SIGUSR1, SIGUSR2, SIGQUIT};
 constexpr int kSignalCount = static_cast<int>(sizeof kForwardedSignals / sizeof kForwardedSignals[0]);
+static_assert(std::atomic<unsigned>::is_always_lock_free && std::atomic<pid_t>::is_always_lock_free,
+              "used in a signal handler");
+
+// Sends what is pending to the child, once: whoever empties g_pending sends (async-signal-safe).
+void send_pending(pid_t child) {
+  unsigned bits = g_pending.exchange(0);
+  for (int k = 0; k < kSignalCount; ++k) {
+    if ((bits & (1u << k)) != 0) kill(child, kForwardedSignals[k]);
+  }
+}
 
 // A signal the terminal sends goes to the whole foreground process group, child included; only signals
 // aimed at ptadvise itself (kill, a batch scheduler) need forwarding, or the child would get two.
 void forward_signal(int signal, siginfo_t* info, void* /*context*/) {
+  if (info == nullptr) return;
+  if (info->si_code != SI_USER && info->si_code != SI_QUEUE && info->si_code != SI_TKILL) return;
+  for (int k = 0; k < kSignalCount; ++k) {
+    if (kForwardedSignals[k] == signal) g_pending.fetch_or(1u << k);
+  }
+  // Recorded first, then the pid read: either this handler sees the pid, or run_child, which stores the
+  // pid before it empties g_pending, sees the bit.
   pid_t child = g_child.load();
-  if (child <= 0 || info == nullptr) return;
-  if (info->si_code == SI_USER || info->si_code == SI_QUEUE || info->si_code == SI_TKILL) kill(child, signal);
+  if (child > 0) send_pending(child);
 }
 
 }  // namespace
@@ -62,7 +82,9 @@ ChildOutcome run_child(const LaunchPlan& plan) {
     outcome.start_error = std::string("cannot create a pipe: ") + std::strerror(errno);
     return outcome;
   }
-  // Handlers go in before fork so no signal is lost between fork and waitpid.
+  // Handlers go in before fork so no signal is lost between fork and waitpid; one that arrives before the
+  // child's pid is known waits in g_pending.
+  g_pending = 0;
   struct sigaction forward {};
   forward.sa_sigaction = forward_signal;
   forward.sa_flags = SA_SIGINFO | SA_RESTART;
@@ -74,11 +96,20 @@ ChildOutcome run_child(const LaunchPlan& plan) {
     if (previous[k].sa_handler != SIG_IGN) sigaction(kForwardedSignals[k], &forward, nullptr);
   }
 
+  // Blocked across fork: the child must not run the forwarder (its copy knows no child and would swallow
+  // a signal forwarded before exec); what arrives meanwhile waits, in the parent for the forwarder, in the
+  // child for the restored dispositions.
+  sigset_t forwarded, caller_mask;
+  sigemptyset(&forwarded);
+  for (int signal : kForwardedSignals) sigaddset(&forwarded, signal);
+  pthread_sigmask(SIG_BLOCK, &forwarded, &caller_mask);
+
   const pid_t parent = getpid();
   pid_t child = fork();
   if (child == 0) {
     // The dispositions from before the forwarder: ignored stays ignored through exec, the rest default.
     for (int k = 0; k < kSignalCount; ++k) sigaction(kForwardedSignals[k], &previous[k], nullptr);
+    pthread_sigmask(SIG_SETMASK, &caller_mask, nullptr);
     // If ptadvise dies (kill -9, the OOM killer), the program gets SIGTERM instead of running on
     // unobserved; the parent may already be gone before the request took effect.
     prctl(PR_SET_PDEATHSIG, SIGTERM);
@@ -94,11 +125,14 @@ ChildOutcome run_child(const LaunchPlan& plan) {
   if (child < 0) {
     close(error_pipe[0]);
     for (int k = 0; k < kSignalCount; ++k) sigaction(kForwardedSignals[k], &previous[k], nullptr);
+    pthread_sigmask(SIG_SETMASK, &caller_mask, nullptr);
     outcome.exit_code = 127;
     outcome.start_error = std::string("cannot fork: ") + std::strerror(errno);
     return outcome;
   }
   g_child = child;
+  send_pending(child);
+  pthread_sigmask(SIG_SETMASK, &caller_mask, nullptr);
   int exec_errno = 0;
   ssize_t got = 0;
   do {

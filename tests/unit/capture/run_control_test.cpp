@@ -295,3 +295,42 @@ TEST_CASE("run: the child does not outlive a ptadvise that is killed") {
   if (!gone) ::kill(child, SIGKILL);
   CHECK(gone);
 }
+
+namespace {
+
+// Whether `pid` has a handler for `signal` (SigCgt of /proc/PID/status).
+bool catches(pid_t pid, int signal) {
+  std::ifstream status("/proc/" + std::to_string(pid) + "/status");
+  std::string line;
+  while (std::getline(status, line)) {
+    if (line.rfind("SigCgt:", 0) == 0) return (std::stoull(line.substr(7), nullptr, 16) >> (signal - 1)) & 1u;
+  }
+  return false;
+}
+
+}  // namespace
+
+TEST_CASE("run: a signal sent while the child is being started still reaches it") {
+  // The signal goes out the moment ptadvise's forwarder is in place, i.e. while fork and exec are under
+  // way: it must reach the program (which exits 43 on it, or dies of it before its trap is set), never be
+  // dropped (the program would run its 2 s and exit 0).
+  for (int attempt = 0; attempt < 20; ++attempt) {
+    pid_t runner = fork();
+    REQUIRE(runner >= 0);
+    if (runner == 0) {
+      LaunchPlan plan;
+      plan.argv = {"/bin/sh", "-c",
+                   "trap 'exit 43' USR1; i=0; while [ $i -lt 100 ]; do sleep 0.02; i=$((i+1)); done; exit 0"};
+      _exit(ptadvise::run_child(plan).exit_code);
+    }
+    for (int wait = 0; wait < 500000 && !catches(runner, SIGUSR1); ++wait) {
+    }
+    ::kill(runner, SIGUSR1);
+    int status = 0;
+    waitpid(runner, &status, 0);
+    CAPTURE(attempt);
+    REQUIRE(WIFEXITED(status));
+    const int code = WEXITSTATUS(status);
+    CHECK((code == 43 || code == 128 + SIGUSR1));
+  }
+}
