@@ -1,6 +1,7 @@
 // libFuzzer harness for the whole check pipeline: arbitrary bytes (plain or gzip) are loaded, analysed,
-// checked by the shipped rules, ranked, fingerprinted, baselined and printed in every format, plus the
-// summary and the annotation track. Any crash, sanitizer report, hang or leak is a bug.
+// checked by the shipped rules, replayed (what-if), ranked, fingerprinted, baselined and printed in every
+// format, plus the summary and the annotation track. Any crash, sanitizer report, hang or leak is a bug,
+// and so is output a terminal or a CI log would act on (ci_log_safety.h): names in the input are arbitrary.
 #include <cstddef>
 #include <cstdint>
 #include <sstream>
@@ -12,6 +13,7 @@
 #include "ptadvise/loader.h"
 #include "ptadvise/rules.h"
 #include "ptadvise/summary_printer.h"
+#include "ci_log_safety.h"
 
 namespace {
 
@@ -22,6 +24,11 @@ const ptadvise::RuleSet& shipped_rules() {
     return std::get<ptadvise::RuleSet>(std::move(loaded));
   }();
   return rules;
+}
+
+// What we print from arbitrary names must be safe for a terminal and a CI log.
+void check_printable(const std::string& text, bool github = false) {
+  if (!ptadvise::testing::ci_log_problems(text, github).empty()) __builtin_trap();
 }
 
 }  // namespace
@@ -37,7 +44,6 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   ptadvise::Analysis analysis = ptadvise::analyze(*timeline);
   ptadvise::Summary summary = ptadvise::summarize(analysis);
   std::ostringstream sink;
-  sink << ptadvise::summary_text(summary) << ptadvise::summary_json(summary);
 
   ptadvise::Report report;
   report.tool_version = "fuzz";
@@ -50,7 +56,14 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   trace.gpu_busy_pct = summary.gpu_busy_pct;
   trace.has_gpu = !analysis.devices.empty();
   trace.warnings = timeline->stats.warnings;
-  trace.findings = ptadvise::evaluate(rules, analysis, {}, &trace.coverage);
+  ptadvise::EvaluateOptions selection;
+  selection.predict = false;  // one what-if graph below, as `check` does
+  trace.findings = ptadvise::evaluate(rules, analysis, selection, &trace.coverage);
+  const ptadvise::WhatIf whatif(analysis);
+  whatif.predict_findings(trace.findings);
+  trace.prediction = whatif.predict_steps(trace.findings);
+  check_printable(ptadvise::summary_text(summary, &trace.prediction));
+  check_printable(ptadvise::summary_json(summary, 2, &trace.prediction));
   ptadvise::rank_findings(trace.findings);
   for (auto& finding : trace.findings) {
     if (finding.fingerprint.empty()) finding.fingerprint = ptadvise::fingerprint(finding);
@@ -62,11 +75,16 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
 
   for (auto format : {ptadvise::OutputFormat::Text, ptadvise::OutputFormat::Json, ptadvise::OutputFormat::Sarif,
                       ptadvise::OutputFormat::Github, ptadvise::OutputFormat::Junit,
-                      ptadvise::OutputFormat::Markdown}) {
+                      ptadvise::OutputFormat::Markdown, ptadvise::OutputFormat::Html}) {
     ptadvise::PrintOptions options;
-    options.color = format == ptadvise::OutputFormat::Text;
-    ptadvise::print_report(report, format, sink, options);
+    options.width = 60;  // long names get split over lines
+    std::ostringstream printed;
+    ptadvise::print_report(report, format, printed, options);
+    if (format != ptadvise::OutputFormat::Html) check_printable(printed.str(), format == ptadvise::OutputFormat::Github);
   }
+  ptadvise::PrintOptions colour;
+  colour.color = true;
+  ptadvise::print_report(report, ptadvise::OutputFormat::Text, sink, colour);
   std::ostringstream baseline_text;
   ptadvise::write_baseline(ptadvise::make_baseline(trace.findings), baseline_text);
   auto reread = ptadvise::parse_baseline(baseline_text.str(), "fuzz-baseline.yaml");
