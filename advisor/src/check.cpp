@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <map>
 #include <set>
 #include <sstream>
 
@@ -70,9 +71,9 @@ size_t text_width(const std::ostream& out) {
   return 80;
 }
 
-// OUT for one trace of several: `out.json` -> `out.rank1.json` (`.json.gz` kept together).
-std::string per_trace_path(const std::string& path, const TraceReport& trace, size_t index, size_t count) {
-  if (count <= 1) return path;
+// OUT for one trace of several (`tagged`): `out.json` -> `out.rank1.json` (`.json.gz` kept together).
+std::string per_trace_path(const std::string& path, const TraceReport& trace, size_t index, bool tagged) {
+  if (!tagged) return path;
   std::string tag = trace.rank ? "rank" + std::to_string(*trace.rank) : "trace" + std::to_string(index);
   for (const char* ext : {".json.gz", ".json", ".gz"}) {
     std::string_view e(ext);
@@ -235,7 +236,7 @@ int run(const CheckOptions& options, std::ostream& out, std::ostream& err) {
     for (size_t i = 0; i < digests.size(); ++i) {
       std::ostringstream text;
       write_digest(digests[i], text);
-      const std::string path = per_trace_path(options.digest_out, traces[i], i, digests.size());
+      const std::string path = per_trace_path(options.digest_out, traces[i], i, digests.size() > 1);
       write_output(path, text.str(), "digest");
     }
   }
@@ -302,14 +303,20 @@ int run(const CheckOptions& options, std::ostream& out, std::ostream& err) {
 
   if (!options.annotate_path.empty()) {
     std::set<std::string> written;  // two traces of the same rank must not overwrite each other
+    std::map<std::string, int> world_sizes;
+    for (const RankDigest& digest : digests) world_sizes[digest.path] = digest.world_size;
     for (size_t i = 0; i < report.traces.size(); ++i) {
       const TraceReport& trace = report.traces[i];
       if (trace.job) continue;  // a job's entry has no trace file of its own
-      std::string path = per_trace_path(options.annotate_path, trace, i, report.traces.size());
+      // A rank of a larger job names its rank even when checked alone: every rank of a job may run
+      // `check --annotate OUT` (the torch.profiler hook does), and none overwrites another's file.
+      const bool job_rank = trace.rank && world_sizes[trace.path] > 1;
+      const bool tagged = job_rank || report.traces.size() > 1;
+      std::string path = per_trace_path(options.annotate_path, trace, i, tagged);
       if (!written.insert(path).second) {
         TraceReport unranked = trace;
         unranked.rank.reset();
-        path = per_trace_path(options.annotate_path, unranked, i, report.traces.size());
+        path = per_trace_path(options.annotate_path, unranked, i, tagged);
         written.insert(path);
       }
       if (auto error = write_annotated_trace(trace.path, trace.findings, path, &trace.prediction)) throw Failure{error->message};

@@ -78,6 +78,33 @@ TEST_CASE("hardening cli: two traces of the same rank get two annotated files") 
   CHECK(second.find("op_b.json") != std::string::npos);
 }
 
+TEST_CASE("hardening cli: ranks of a job checked one by one, each with --annotate OUT, keep their own files") {
+  TempDir dir;
+  for (int rank : {0, 1}) {
+    ptadvise::testing::TraceBuilder trace;
+    trace.distributed(rank, 2);
+    trace.annotation("ProfilerStep#1", 0, 1000);
+    trace.cpu_op("op_of_rank" + std::to_string(rank), 10, 100);
+    dir.write("rank" + std::to_string(rank) + ".json", trace.json());
+  }
+  // As every rank's torch.profiler hook would run it, each in its own process.
+  for (int rank : {0, 1}) {
+    Run run = cli("check --exit-zero " + dir.file("rank" + std::to_string(rank) + ".json") + " --annotate " +
+                  dir.file("out.json"));
+    CHECK(run.exit_code == 0);
+  }
+  CHECK_FALSE(std::filesystem::exists(dir.file("out.json")));
+  CHECK(read_file(dir.file("out.rank0.json")).find("op_of_rank0") != std::string::npos);
+  CHECK(read_file(dir.file("out.rank1.json")).find("op_of_rank1") != std::string::npos);
+  // A trace that is no rank of a larger job keeps the name it was given.
+  ptadvise::testing::TraceBuilder alone;
+  alone.annotation("ProfilerStep#1", 0, 1000);
+  alone.cpu_op("op_alone", 10, 100);
+  CHECK(cli("check --exit-zero " + dir.write("alone.json", alone.json()) + " --annotate " + dir.file("alone_out.json"))
+            .exit_code == 0);
+  CHECK(read_file(dir.file("alone_out.json")).find("op_alone") != std::string::npos);
+}
+
 TEST_CASE("hardening cli: a trace mostly lost fails the gate unless partial traces are accepted") {
   TempDir dir;
   ptadvise::testing::TraceBuilder trace;
