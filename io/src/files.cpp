@@ -1,11 +1,15 @@
 #include <fcntl.h>
+#include <pthread.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
 #include <climits>
+#include <csignal>
 #include <cstdlib>
 #include <cstring>
+#include <mutex>
 #include <random>
 
 #include "ptadvise/io.h"
@@ -33,6 +37,61 @@ bool write_all(int fd, std::string_view bytes) {
     bytes.remove_prefix(static_cast<size_t>(wrote));
   }
   return true;
+}
+
+// Temporary files not yet committed, removed when ptadvise is interrupted (Ctrl-C, kill, a hang-up) while
+// writing: a stopped run leaves the previous file and no hidden temporary beside it. Fixed slots, so the
+// signal handler only reads memory and calls unlink (async-signal-safe).
+struct TempSlot {
+  std::atomic<bool> used{false};
+  char path[PATH_MAX] = {};
+};
+constexpr int kTempSlots = 64;
+TempSlot g_temps[kTempSlots];
+std::mutex g_temps_mutex;
+constexpr int kInterruptions[] = {SIGINT, SIGTERM, SIGHUP};
+
+void remove_temps_and_stop(int signal) {
+  for (TempSlot& slot : g_temps) {
+    if (slot.used.load()) unlink(slot.path);
+  }
+  // Then the signal's own action, so the exit status still says what stopped ptadvise.
+  std::signal(signal, SIG_DFL);
+  std::raise(signal);
+}
+
+// Only where the default action would end ptadvise: ignored signals stay ignored, handlers of others
+// (`run` forwards signals to its program) stay theirs.
+void install_interruption_handlers() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    for (int signal : kInterruptions) {
+      struct sigaction current {};
+      if (sigaction(signal, nullptr, &current) != 0 || current.sa_handler != SIG_DFL) continue;
+      struct sigaction cleanup {};
+      cleanup.sa_handler = remove_temps_and_stop;
+      sigemptyset(&cleanup.sa_mask);
+      sigaction(signal, &cleanup, nullptr);
+    }
+  });
+}
+
+int register_temp(const std::string& path) {
+  if (path.size() >= PATH_MAX) return -1;
+  std::lock_guard lock(g_temps_mutex);
+  for (int k = 0; k < kTempSlots; ++k) {
+    if (g_temps[k].used.load()) continue;
+    std::memcpy(g_temps[k].path, path.c_str(), path.size() + 1);
+    g_temps[k].used.store(true);
+    return k;
+  }
+  return -1;  // more than 64 outputs at once: those are removed on failure only, not on a signal
+}
+
+void unregister_temp(int slot) {
+  if (slot < 0) return;
+  std::lock_guard lock(g_temps_mutex);
+  g_temps[slot].used.store(false);
 }
 
 mode_t current_umask() {
@@ -100,6 +159,12 @@ AtomicFile::AtomicFile(std::string path) : path_(std::move(path)) {
   std::string directory = directory_of(target);
   std::string base = target.substr(target.rfind('/') == std::string::npos ? 0 : target.rfind('/') + 1);
   std::random_device random;
+  // The interruptions wait while the file is created and listed: a signal in between would leave it.
+  install_interruption_handlers();
+  sigset_t interruptions, previous_mask;
+  sigemptyset(&interruptions);
+  for (int signal : kInterruptions) sigaddset(&interruptions, signal);
+  pthread_sigmask(SIG_BLOCK, &interruptions, &previous_mask);
   for (int attempt = 0; attempt < 100 && fd_ < 0; ++attempt) {
     char suffix[17];
     std::snprintf(suffix, sizeof suffix, "%08x%08x", random(), random());
@@ -108,6 +173,7 @@ AtomicFile::AtomicFile(std::string path) : path_(std::move(path)) {
     fd_ = open(candidate.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
     if (fd_ >= 0) {
       temp_path_ = candidate;
+      temp_slot_ = register_temp(candidate);
       if (fchmod(fd_, mode) != 0) {
         // Not fatal: the content is what matters.
       }
@@ -115,6 +181,9 @@ AtomicFile::AtomicFile(std::string path) : path_(std::move(path)) {
       break;
     }
   }
+  const int open_errno = errno;
+  pthread_sigmask(SIG_SETMASK, &previous_mask, nullptr);
+  errno = open_errno;
   if (fd_ < 0) error_ = "cannot create a temporary file in " + directory + ": " + last_error();
   path_ = target;
 }
@@ -122,6 +191,7 @@ AtomicFile::AtomicFile(std::string path) : path_(std::move(path)) {
 AtomicFile::~AtomicFile() {
   if (fd_ >= 0) close(fd_);
   if (!committed_ && !temp_path_.empty()) unlink(temp_path_.c_str());
+  unregister_temp(temp_slot_);
 }
 
 bool AtomicFile::write(std::string_view bytes) {
@@ -156,6 +226,8 @@ std::optional<std::string> AtomicFile::commit() {
     return error_;
   }
   committed_ = true;
+  unregister_temp(temp_slot_);
+  temp_slot_ = -1;
   int directory = open(directory_of(path_).c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (directory >= 0) {
     fsync(directory);  // the rename itself survives a crash

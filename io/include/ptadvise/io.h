@@ -23,7 +23,9 @@ std::optional<std::string> read_small_file(const std::string& path, std::string&
 
 // A file written next to its final name and renamed over it when complete: readers see the old or
 // the new content, never a mixture; on a full disk the previous file survives. The temporary file is
-// created exclusively (O_EXCL, random name, never through a symlink); it is removed unless committed.
+// created exclusively (O_EXCL, random name, never through a symlink); it is removed unless committed,
+// also when SIGINT, SIGTERM or SIGHUP stops ptadvise while it is written (where those signals would have
+// ended ptadvise anyway: the handler removes the temporary files, then the signal takes its course).
 // Targets that exist and are not regular files (/dev/stdout, a pipe) are written in place instead.
 class AtomicFile {
  public:
@@ -43,6 +45,7 @@ class AtomicFile {
  private:
   std::string path_;
   std::string temp_path_;  // empty when writing in place
+  int temp_slot_ = -1;     // its entry in the list removed on SIGINT/SIGTERM/SIGHUP
   int fd_ = -1;
   bool committed_ = false;
   std::optional<std::string> error_;

@@ -2,10 +2,13 @@
 // partial traces failing the gate, absurd inputs ending in one line and exit 2, names from a trace that
 // must not act on a terminal or a CI log.
 #include <doctest/doctest.h>
+#include <fcntl.h>
+#include <unistd.h>
 #include <sys/wait.h>
 #include <zlib.h>
 
 #include <algorithm>
+#include <csignal>
 #include <cstdlib>
 #include <filesystem>
 #include <string>
@@ -44,6 +47,45 @@ TEST_CASE("hardening cli: a report that cannot be written completely leaves the 
   size_t files = 0;
   for (const auto& entry : std::filesystem::directory_iterator(dir.path())) files += entry.is_regular_file() ? 1 : 0;
   CHECK(files == 1);  // no temporary file left behind
+}
+
+TEST_CASE("hardening cli: interrupted while writing, ptadvise leaves the previous file and no temporary") {
+  TempDir dir;
+  const std::string out = dir.write("annotated.json.gz", "previous\n");
+  bool caught = false;
+  // SIGTERM the moment the temporary file exists (the gzip copy of the trace takes a while); a run that
+  // finished before it was seen is tried again.
+  for (int attempt = 0; attempt < 20 && !caught; ++attempt) {
+    pid_t pid = fork();
+    REQUIRE(pid >= 0);
+    if (pid == 0) {
+      int null = open("/dev/null", O_WRONLY);  // not freopen: it would flush the test's own buffered output
+      dup2(null, STDOUT_FILENO);
+      dup2(null, STDERR_FILENO);
+      execl(PTADVISE_BINARY, PTADVISE_BINARY, "check", "--exit-zero", kScenario.c_str(), "--annotate", out.c_str(),
+            static_cast<char*>(nullptr));
+      _exit(127);
+    }
+    int status = 0;
+    while (waitpid(pid, &status, WNOHANG) == 0) {
+      bool temporary = false;
+      for (const auto& entry : std::filesystem::directory_iterator(dir.path())) {
+        temporary = temporary || entry.path().filename().string().find(".tmp") != std::string::npos;
+      }
+      if (temporary) {
+        kill(pid, SIGTERM);
+        waitpid(pid, &status, 0);
+        caught = WIFSIGNALED(status) && WTERMSIG(status) == SIGTERM;
+        break;
+      }
+    }
+    if (!caught) dir.write("annotated.json.gz", "previous\n");
+  }
+  REQUIRE(caught);
+  CHECK(read_file(out) == "previous\n");
+  size_t files = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(dir.path())) files += entry.is_regular_file() ? 1 : 0;
+  CHECK(files == 1);  // the temporary file went with the process
 }
 
 TEST_CASE("hardening cli: planted OUT.tmp symlinks are never followed") {
