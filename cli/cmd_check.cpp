@@ -35,7 +35,8 @@ void add_check_command(CLI::App& app) {
   cmd->add_option("--write-baseline", options->write_baseline_path, "Write the current findings to FILE as a baseline");
   cmd->add_flag("--prune-baseline", options->prune_baseline, "Rewrite --baseline FILE without its stale entries");
   cmd->add_option("--annotate", options->annotate_path,
-                  "Write a copy of the trace with the findings on their own track (OUT.json or OUT.json.gz)");
+                  "Write a copy of the trace with the findings on their own track (OUT.json or OUT.json.gz); "
+                  "each rank of a multi-rank job gets OUT.rankN.json");
   cmd->add_option("--select", options->select, "Only these rules (ids, names or tags; repeatable)")
       ->allow_extra_args(false)
       ->delimiter(',');

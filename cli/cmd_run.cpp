@@ -171,7 +171,10 @@ void add_run_command(CLI::App& app) {
   cmd->footer(
       "Example: ptadvise run --capture torch -- python3 train.py --epochs 1\n"
       "The command's own failure is reported and its exit code returned (128+N when killed by signal N);\n"
-      "3 when nothing could be recorded (no GPU/driver for cupti, no trace written).");
+      "3 when nothing could be recorded (no GPU/driver for cupti, no trace written).\n"
+      "INT, TERM, HUP, QUIT, USR1 and USR2 sent to ptadvise are forwarded to the program; signals ignored\n"
+      "when ptadvise starts stay ignored in it (nohup); if ptadvise dies, the program gets SIGTERM.\n"
+      "An --out directory that cannot be written is refused (exit 2) before the program starts.");
   auto command = std::make_shared<std::vector<std::string>>();
   // After `--` everything is the program's own (`-- python3 train.py --lr 0.1`).
   cmd->add_option("command", *command, "the program to record and its arguments, after `--`");
