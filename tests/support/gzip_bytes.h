@@ -1,7 +1,9 @@
-// gzip-compresses bytes in memory (libdeflate, level 6), for loader tests of .json.gz input.
+// gzip-compresses bytes in memory (libdeflate, level 6), for loader tests of .json.gz input; reads a
+// gzip file back.
 #pragma once
 
 #include <libdeflate.h>
+#include <zlib.h>
 
 #include <string>
 #include <string_view>
@@ -15,6 +17,19 @@ inline std::string gzip_bytes(std::string_view text) {
   libdeflate_free_compressor(compressor);
   out.resize(size);
   return out;
+}
+
+// The inflated content of a gzip file (a plain file is passed through, as zlib does); empty when it
+// cannot be opened.
+inline std::string gunzip_file(const std::string& path) {
+  std::string text;
+  gzFile file = gzopen(path.c_str(), "rb");
+  if (file == nullptr) return text;
+  char buffer[65536];
+  int got;
+  while ((got = gzread(file, buffer, sizeof buffer)) > 0) text.append(buffer, static_cast<size_t>(got));
+  gzclose(file);
+  return text;
 }
 
 }  // namespace ptadvise::testing

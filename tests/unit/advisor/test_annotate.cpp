@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <nlohmann/json.hpp>
 
+#include "gzip_bytes.h"
 #include "ptadvise/advisor.h"
 #include "python_check.h"
 #include "sample_report.h"
@@ -43,14 +44,7 @@ std::string read_gzip(const std::string& path) {
   REQUIRE(raw.size() > 2);
   REQUIRE(static_cast<unsigned char>(raw[0]) == 0x1f);
   REQUIRE(static_cast<unsigned char>(raw[1]) == 0x8b);
-  gzFile file = gzopen(path.c_str(), "rb");
-  REQUIRE(file != nullptr);
-  std::string text;
-  char buffer[4096];
-  int got;
-  while ((got = gzread(file, buffer, sizeof buffer)) > 0) text.append(buffer, static_cast<size_t>(got));
-  gzclose(file);
-  return text;
+  return testing::gunzip_file(path);
 }
 
 }  // namespace

@@ -5,7 +5,6 @@
 #include <fcntl.h>
 #include <unistd.h>
 #include <sys/wait.h>
-#include <zlib.h>
 
 #include <algorithm>
 #include <csignal>
@@ -17,6 +16,7 @@
 #include "../advisor/temp_dir.h"
 #include "ci_log_safety.h"
 #include "cli_run.h"
+#include "gzip_bytes.h"
 #include "trace_builder.h"
 
 namespace {
@@ -213,17 +213,6 @@ TEST_CASE("hardening cli: traces from a pipe are checked; annotating one is a cl
 
 namespace {
 
-std::string gunzip(const std::string& path) {
-  gzFile file = gzopen(path.c_str(), "rb");
-  REQUIRE(file != nullptr);
-  std::string text;
-  char buffer[65536];
-  int got;
-  while ((got = gzread(file, buffer, sizeof buffer)) > 0) text.append(buffer, static_cast<size_t>(got));
-  gzclose(file);
-  return text;
-}
-
 void replace_all(std::string& text, const std::string& from, const std::string& to) {
   for (size_t at = text.find(from); at != std::string::npos; at = text.find(from, at + to.size())) {
     text.replace(at, from.size(), to);
@@ -243,7 +232,8 @@ TEST_CASE("hardening cli: names and paths from a trace forge no CI log command a
   TempDir dir;
   // JSON escapes in the trace: a newline, ESC, CR, then GitHub's legacy command form.
   const std::string payload = "\\n::error file=a::pwned\\u001b[31m\\r ##[error]legacy";
-  std::string trace = gunzip(kScenario);
+  std::string trace = ptadvise::testing::gunzip_file(kScenario);
+  REQUIRE(!trace.empty());
   replace_all(trace, "\"aten::copy_\"", "\"aten::copy_" + payload + "\"");
   replace_all(trace, "Memcpy HtoD (Pageable -> Device)\"", "Memcpy HtoD (Pageable -> Device)" + payload + "\"");
   replace_all(trace, "\"NVIDIA A100-SXM4-40GB\"", "\"NVIDIA A100-SXM4-40GB" + payload + "\"");
