@@ -228,6 +228,7 @@ TEST_CASE("scenario 14: fp32 matmuls on an A100 run on sgemm kernels, not TF32")
   CHECK(fp32.saving_method.find("The step ledger gives it 0.780 ms per step") != std::string::npos);
   CHECK(fp32.saving_ms_per_step == doctest::Approx(0.00113).epsilon(0.01));
   CHECK(fp32.saving_method.find("below the rule's noise floor") != std::string::npos);
+  CHECK(fp32.saving_method.find("does not fail a gate") != std::string::npos);
 }
 
 TEST_CASE("scenario 15: a 1001-class bf16 head: the forward addmm at train.py:41 and a backward mm") {

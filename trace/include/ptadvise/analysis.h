@@ -104,6 +104,11 @@ struct Analysis {
   StepSource step_source = StepSource::WholeWindow;
   std::string step_note;  // how steps were found, phrased for the user
   std::string warmup_note;  // why the leading steps count as warm-up; empty when none do
+  // False when one-off work (warm-up, graph capture) fills at least half of the steady steps: the window
+  // shows no steady state to measure per-step figures on, and no rule runs
+  // (docs/ANALYSIS.md, "No steady state"). `steady_state_note` says why.
+  bool steady_state = true;
+  std::string steady_state_note;
   std::vector<Step> steps;
   // Per step: the part of its span the ledger covers. Spans of consecutive steps may overlap (the GPU
   // trails the CPU); windows never do, so no idle nanosecond belongs to two steps.
@@ -193,6 +198,7 @@ struct Summary {
   size_t warmup_steps = 0;
   bool last_step_partial = false;
   std::string warmup_note;
+  std::string steady_state_note;  // Analysis::steady_state_note: empty when the steps show a steady state
   double step_period_ms = 0;  // mean iteration period of the steady steps
   double median_step_ms = 0;  // median and p90 of their periods
   double p90_step_ms = 0;
