@@ -26,7 +26,7 @@ _HERE = os.path.dirname(os.path.abspath(__file__))
 if _HERE not in sys.path:
     sys.path.append(_HERE)
 
-from ptadvise_names import trace_file_name  # noqa: E402  (needs the path above)
+from ptadvise_names import publish, trace_file_name  # noqa: E402  (needs the path above)
 
 
 class PtadviseCheckFailed(RuntimeError):
@@ -60,9 +60,7 @@ def ptadvise_hook(dir_name="ptadvise-traces", args=(), ptadvise=None, log=None, 
     def handler(profiler):
         os.makedirs(dir_name, exist_ok=True)
         path = os.path.join(dir_name, trace_file_name(".step-%d" % profiler.step_num))
-        temporary = path + ".tmp"
-        profiler.export_chrome_trace(temporary)
-        os.replace(temporary, path)
+        publish(path, profiler.export_chrome_trace)
         colour = [] if any(str(arg).startswith("--color") for arg in args) else ["--color", "never"]
         command = [executable, "check", *colour, *args, path]
         result = subprocess.run(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)

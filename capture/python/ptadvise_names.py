@@ -2,6 +2,7 @@
 
 import os
 import socket
+import tempfile
 
 
 def _first_int_env(names):
@@ -20,3 +21,27 @@ def trace_file_name(suffix=""):
     if rank is not None:
         name += ".rank-%d" % rank
     return name + suffix + ".pt.trace.json"
+
+
+def exclusive_temporary(path):
+    """A new, empty file next to `path` to write it through, created exclusively under a random name
+    (.NAME.XXXXXXXX.tmp): never a file or symlink someone planted at a predictable NAME.tmp."""
+    directory, name = os.path.split(path)
+    handle, temporary = tempfile.mkstemp(prefix="." + name + ".", suffix=".tmp", dir=directory or ".")
+    os.close(handle)
+    return temporary
+
+
+def publish(path, write):
+    """Writes `path` through write(temporary) and a rename: readers never see half a file; on failure
+    the temporary file is removed."""
+    temporary = exclusive_temporary(path)
+    try:
+        write(temporary)
+        os.replace(temporary, path)
+    except BaseException:
+        try:
+            os.unlink(temporary)
+        except OSError:
+            pass
+        raise

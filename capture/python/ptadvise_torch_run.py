@@ -5,7 +5,7 @@
 The schedule follows the optimizer: the first PTADVISE_SKIP_STEPS optimizer steps are skipped (the last
 of them as the profiler's warm-up), the next PTADVISE_STEPS are recorded (0: until the program ends).
 The profiler's own trace is written to PTADVISE_CAPTURE_DIR as <host>_<pid>[.rank-R].pt.trace.json,
-through a temporary file and a rename. The program's exit status is kept.
+through a temporary file created exclusively under a random name, and a rename. The program's exit status is kept.
 """
 
 import os
@@ -18,7 +18,7 @@ if _HERE not in sys.path:
 
 import ptadvise_legacy_stacks  # noqa: E402  (needs the path above)
 import ptadvise_shim  # noqa: E402
-from ptadvise_names import trace_file_name  # noqa: E402
+from ptadvise_names import publish, trace_file_name  # noqa: E402
 
 ptadvise_shim.install()  # idempotent; covers interpreters started without site (-S, -I)
 
@@ -54,14 +54,15 @@ def main(argv):
     legacy = ptadvise_legacy_stacks.needed(torch)
     constructors = ptadvise_legacy_stacks.record_constructors(torch) if legacy else set()
 
-    def on_trace_ready(profiler):
-        path = os.path.join(out_dir, trace_file_name())
-        temporary = path + ".tmp"
+    def export(temporary, profiler):
         profiler.export_chrome_trace(temporary)
         if legacy and not ptadvise_legacy_stacks.enrich(temporary, list(profiler.events()), constructors):
             sys.stderr.write("ptadvise: the profiler's events do not match its export; the trace has no Python "
                              "stacks\n")
-        os.replace(temporary, path)
+
+    def on_trace_ready(profiler):
+        path = os.path.join(out_dir, trace_file_name())
+        publish(path, lambda temporary: export(temporary, profiler))
         written.append(path)
 
     # The last skipped step is the profiler's warm-up: its own start-up cost stays out of the record.
