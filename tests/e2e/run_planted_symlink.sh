@@ -3,15 +3,7 @@
 # planted at the predictable <trace>.tmp (host and pid are known to anyone on the machine) is never
 # followed. The program plants it itself, for its own pid, before the profiler exports.
 set -u
-ptadvise=$1
-python=${2:-/usr/bin/python3}
-if ! "$python" -c "import torch" 2>/dev/null; then
-  echo "skipped: $python cannot import torch (install python3-torch)"
-  exit 77
-fi
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-fail() { echo "FAIL: $*"; cat "$work/stderr" 2>/dev/null; exit 1; }
+source "$(dirname "$0")/torch_run_setup.sh"
 printf 'keep me\n' >"$work/victim"
 cat >"$work/plant.py" <<'PY'
 import os, sys

@@ -4,15 +4,7 @@
 # program gets SIGTERM); a signal ptadvise was started with ignored (`nohup`, `trap '' SIG`) stays
 # ignored in the program; an --out nobody can write into is refused before the program starts.
 set -u
-ptadvise=$1
-python=${2:-/usr/bin/python3}
-if ! "$python" -c "import torch" 2>/dev/null; then
-  echo "skipped: $python cannot import torch (install python3-torch)"
-  exit 77
-fi
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-fail() { echo "FAIL: $*"; cat "$work"/stderr* 2>/dev/null; exit 1; }
+source "$(dirname "$0")/torch_run_setup.sh"
 # Waits up to 60 s until file $1 has at least $2 lines.
 wait_lines() {
   for _ in $(seq 1200); do

@@ -26,11 +26,6 @@ const ptadvise::RuleSet& shipped_rules() {
   return rules;
 }
 
-// What we print from arbitrary names must be safe for a terminal and a CI log.
-void check_printable(const std::string& text, bool github = false) {
-  if (!ptadvise::testing::ci_log_problems(text, github).empty()) __builtin_trap();
-}
-
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
@@ -62,8 +57,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const ptadvise::WhatIf whatif(analysis);
   whatif.predict_findings(trace.findings);
   trace.prediction = whatif.predict_steps(trace.findings);
-  check_printable(ptadvise::summary_text(summary, &trace.prediction));
-  check_printable(ptadvise::summary_json(summary, 2, &trace.prediction));
+  ptadvise::testing::trap_unless_ci_log_safe(ptadvise::summary_text(summary, &trace.prediction));
+  ptadvise::testing::trap_unless_ci_log_safe(ptadvise::summary_json(summary, 2, &trace.prediction));
   ptadvise::rank_findings(trace.findings);
   for (auto& finding : trace.findings) {
     if (finding.fingerprint.empty()) finding.fingerprint = ptadvise::fingerprint(finding);
@@ -80,7 +75,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     options.width = 60;  // long names get split over lines
     std::ostringstream printed;
     ptadvise::print_report(report, format, printed, options);
-    if (format != ptadvise::OutputFormat::Html) check_printable(printed.str(), format == ptadvise::OutputFormat::Github);
+    if (format != ptadvise::OutputFormat::Html) {
+      ptadvise::testing::trap_unless_ci_log_safe(printed.str(), format == ptadvise::OutputFormat::Github);
+    }
   }
   ptadvise::PrintOptions colour;
   colour.color = true;

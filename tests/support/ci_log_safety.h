@@ -43,4 +43,9 @@ inline std::vector<std::string> ci_log_problems(std::string_view text, bool gith
   return problems;
 }
 
+// For the fuzz harnesses: a problem is a finding (libFuzzer reports the trap and keeps the input).
+inline void trap_unless_ci_log_safe(std::string_view text, bool github = false) {
+  if (!ci_log_problems(text, github).empty()) __builtin_trap();
+}
+
 }  // namespace ptadvise::testing
