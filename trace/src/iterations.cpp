@@ -323,6 +323,7 @@ void measure_periods(const Timeline& timeline, const NameClasses& names, Analysi
         host_end - last_content_end > last_content_end - step.start_ns) {
       host_end = last_content_end;
     }
+    step.host_end_ns = host_end;
     int64_t host = k + 1 < n ? steps[k + 1].start_ns - step.start_ns : host_end - step.start_ns;
     int64_t gpu = 0;
     if (gpu_first[k] >= 0) {
@@ -348,6 +349,7 @@ void measure_periods(const Timeline& timeline, const NameClasses& names, Analysi
       steps[0].gpu_end_ns > steps[0].gpu_start_ns) {
     steps[0].period_start_ns = steps[0].gpu_start_ns;
     steps[0].period_ns = steps[0].gpu_end_ns - steps[0].gpu_start_ns;
+    steps[0].gpu_span_only = true;
     analysis.step_note += "; timed from its first GPU op to the end of its last (the window's edges are where "
                           "profiling started and stopped)";
   }

@@ -161,3 +161,35 @@ TEST_CASE("whatif: a wait for loader workers that ends with GPU work queued foll
     CHECK(whatif::replay(graph, {faster}).replayed_step_ms == doctest::Approx(0.100));
   }
 }
+
+TEST_CASE("whatif: the replay times a lone step as the analysis does (a late-closed marker, a whole window)") {
+  SUBCASE("a ProfilerStep the profiler's stop closed 100 ms after its last event") {
+    testing::TraceBuilder trace(testing::Era::Kineto2023);
+    trace.device(0, "NVIDIA A100", 8, 0, 80LL << 30);
+    trace.annotation("ProfilerStep#1", 1000, 100000);
+    trace.cpu_op("aten::add", 1010, 50);
+    trace.launch("add_kernel", 1020, 5, 1030, 40);  // the step's content ends at 1070
+    Timeline timeline = trace.load();
+    Analysis analysis = analyze(timeline);
+    REQUIRE(analysis.steps.size() == 1);
+    REQUIRE(analysis.steps[0].period_ns == 70000);
+    whatif::ReplayResult result = whatif::replay(whatif::build_graph(analysis));
+    CHECK(result.measured_step_ms == doctest::Approx(0.070));
+    CHECK(result.replayed_step_ms == doctest::Approx(0.070));
+  }
+  SUBCASE("no markers: the window is one step, timed from its first GPU op to the end of its last") {
+    testing::TraceBuilder trace(testing::Era::Kineto2023);
+    trace.device(0, "NVIDIA A100", 8, 0, 80LL << 30);
+    trace.cpu_op("setup", 0, 5000);  // 5 ms of host set-up before the first launch
+    trace.launch("k1", 5000, 5, 5010, 40);
+    trace.launch("k2", 5100, 5, 5110, 40);  // ends 5150
+    trace.cpu_op("teardown", 5200, 3000);
+    Timeline timeline = trace.load();
+    Analysis analysis = analyze(timeline);
+    REQUIRE(analysis.steps.size() == 1);
+    REQUIRE(analysis.steps[0].gpu_span_only);
+    whatif::ReplayResult result = whatif::replay(whatif::build_graph(analysis));
+    CHECK(result.measured_step_ms == doctest::Approx(0.140));
+    CHECK(result.replayed_step_ms == doctest::Approx(0.140));
+  }
+}
