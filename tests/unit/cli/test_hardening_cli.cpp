@@ -118,6 +118,23 @@ TEST_CASE("hardening cli: out of memory is one line and exit 2") {
   CHECK(std::count(run.err.begin(), run.err.end(), '\n') == 1);
 }
 
+TEST_CASE("hardening cli: out of memory while ranks are checked in parallel is one line and exit 2, not an abort") {
+#if defined(__SANITIZE_ADDRESS__)
+  MESSAGE("skipped under AddressSanitizer: the address-space limit stops the sanitizer itself");
+  return;
+#endif
+  TempDir dir;
+  ptadvise::testing::TraceBuilder trace;
+  for (int i = 0; i < 300000; ++i) trace.cpu_op("op" + std::to_string(i), i, 1);
+  dir.write("ranks/rank0.json", trace.json());
+  dir.write("ranks/rank1.json", trace.json());
+  // A worker thread's std::bad_alloc used to reach std::terminate (exit 134).
+  Run run = cli("check --threads 2 " + dir.file("ranks"), "ulimit -v 200000; export PTADVISE_MEMORY_LIMIT=64GiB;");
+  CHECK(run.exit_code == 2);
+  CHECK(run.err.find("ptadvise: error: out of memory") == 0);
+  CHECK(std::count(run.err.begin(), run.err.end(), '\n') == 1);
+}
+
 TEST_CASE("hardening cli: run refuses an output directory it cannot write before starting the program") {
   TempDir dir;
   const std::string marker = dir.file("started");
