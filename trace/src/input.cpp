@@ -155,6 +155,16 @@ size_t inflate_prefix(const char* compressed, size_t compressed_size, Region& re
   return total;
 }
 
+// Bytes a damaged stream leaves unread at its end without counting as lost: the CRC and size trailer.
+constexpr size_t kTrailerSlack = 8;
+
+// What `unread` compressed bytes would inflate to, at the ratio of the `inflated` bytes `consumed` gave.
+uint64_t unread_estimate(size_t unread, size_t inflated, size_t consumed) {
+  if (consumed == 0 || inflated == 0) return unread;
+  const double estimate = static_cast<double>(unread) * static_cast<double>(inflated) / static_cast<double>(consumed);
+  return estimate >= static_cast<double>(kMaxInputBytes) ? kMaxInputBytes : static_cast<uint64_t>(estimate);
+}
+
 // Inflates every gzip member in turn straight into the final buffer. The uncompressed size is unknown up
 // front (ISIZE is only the last member's size modulo 4 GiB), so the buffer reserves the largest size
 // allowed (address space only) and keeps what was written.
@@ -193,7 +203,16 @@ InputResult inflate_gzip(const char* compressed, size_t compressed_size) {
         result.error = "not gzip data";
         return result;
       }
-      break;  // trailing garbage after the last member: ignore, as gzip(1) warns and ignores it
+      // Bytes after the last member: gzip(1) warns and ignores them. Zero padding (tape blocks) is
+      // harmless; anything else may be a member whose header was damaged, and counts as unread.
+      const char* rest = compressed + in_offset;
+      const size_t unread = compressed_size - in_offset;
+      if (std::any_of(rest, rest + unread, [](char c) { return c != 0; })) {
+        result.unread_bytes = unread_estimate(unread, produced, in_offset);
+        result.warnings.push_back("the " + with_commas(unread) + " bytes after the gzip data at compressed byte " +
+                                  std::to_string(in_offset) + " are not gzip data (a damaged member?); ignored them");
+      }
+      break;
     }
     size_t in_used = 0;
     size_t out_used = 0;
@@ -229,15 +248,21 @@ InputResult inflate_gzip(const char* compressed, size_t compressed_size) {
                        (status == LIBDEFLATE_SHORT_OUTPUT ? " (stream cut short)" : "");
         return result;
       }
-      if (recovered > 0 || in_offset == 0) {
-        result.warnings.push_back("the gzip data is cut short or damaged after compressed byte " +
-                                  std::to_string(in_offset + consumed) + " of " + std::to_string(compressed_size) +
-                                  "; using the " + with_commas(produced + recovered) + " bytes that inflate");
-      } else {
-        result.warnings.push_back("the gzip member at compressed byte " + std::to_string(in_offset) +
-                                  " is damaged; using the " + with_commas(produced) + " bytes before it");
-      }
       produced += recovered;
+      const size_t stop = in_offset + consumed;
+      const size_t unread = compressed_size - stop;
+      if (unread > kTrailerSlack) {
+        // Damaged, not cut: what follows the damage is lost, and counts toward a partial trace.
+        result.unread_bytes = unread_estimate(unread, produced, stop);
+        result.warnings.push_back("the gzip data is damaged at compressed byte " + std::to_string(stop) + " of " +
+                                  std::to_string(compressed_size) + "; using the " + with_commas(produced) +
+                                  " bytes that inflate before it (the rest, about " +
+                                  with_commas(result.unread_bytes) + " bytes inflated, cannot be read)");
+      } else {
+        result.warnings.push_back("the gzip data is cut short or damaged after compressed byte " +
+                                  std::to_string(stop) + " of " + std::to_string(compressed_size) + "; using the " +
+                                  with_commas(produced) + " bytes that inflate");
+      }
       break;
     }
     produced += out_used;

@@ -953,6 +953,7 @@ std::variant<Timeline, LoadError> load_from(detail::InputResult input, const std
     std::vector<std::string> first;
     for (const auto& warning : input.warnings) first.push_back(label + ": " + warning);
     timeline->stats.warnings.insert(timeline->stats.warnings.begin(), first.begin(), first.end());
+    timeline->stats.unread_bytes = input.unread_bytes;
   }
   return result;
 }

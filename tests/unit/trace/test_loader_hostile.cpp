@@ -153,6 +153,41 @@ TEST_CASE("hostile: a .json.gz cut short keeps what inflates, with the cut-file 
   CHECK(two.events.size() > 1000);
 }
 
+TEST_CASE("hostile: a .json.gz damaged part way is partial: what follows the damage counts as unread") {
+  const std::string text = ops_trace(5000, 100000, "");
+  const size_t fifth = text.size() / 5;
+  const std::string first = gzip(text.substr(0, fifth));
+  std::string second = gzip(text.substr(fifth));
+  // The second member's first deflate block (right after its 10-byte header) gets the reserved block type.
+  std::string damaged = second;
+  damaged[10] = 0x06;
+  Timeline timeline = load_ok(first + damaged);
+  CHECK(timeline.events.size() < 1100);
+  REQUIRE_FALSE(timeline.stats.warnings.empty());
+  CAPTURE(timeline.stats.warnings[0]);
+  CHECK(timeline.stats.warnings[0].find("trace.json: the gzip data is damaged at compressed byte " +
+                                        std::to_string(first.size() + 11) + " of " +
+                                        std::to_string(first.size() + second.size()) + "; using the ") == 0);
+  CHECK(timeline.stats.unread_bytes > 2 * fifth);
+  REQUIRE(ptadvise::partial_trace_problem(timeline));
+  CHECK(ptadvise::partial_trace_problem(timeline)->find("of the trace (about ") != std::string::npos);
+
+  // A member whose header is damaged reads as trailing garbage: unread as well.
+  damaged = second;
+  damaged[0] = 0;
+  Timeline headless = load_ok(first + damaged);
+  REQUIRE_FALSE(headless.stats.warnings.empty());
+  CHECK(headless.stats.warnings[0].find("bytes after the gzip data at compressed byte " + std::to_string(first.size()) +
+                                        " are not gzip data (a damaged member?)") != std::string::npos);
+  CHECK(ptadvise::partial_trace_problem(headless));
+
+  // Zero padding after the last member (tape blocks) is no loss.
+  Timeline padded = load_ok(gzip(text) + std::string(4096, '\0'));
+  CHECK(padded.events.size() == 5000);
+  CHECK(padded.stats.warnings.empty());
+  CHECK_FALSE(ptadvise::partial_trace_problem(padded));
+}
+
 TEST_CASE("hostile: baseTimeNanoseconds near the int64 limit never overflows absolute times") {
   TraceBuilder trace(ptadvise::testing::Era::RelativeFloatUs);
   trace.base_time_ns(INT64_MAX - 1000);
