@@ -135,6 +135,15 @@ TEST_CASE("hardening cli: out of memory while ranks are checked in parallel is o
   CHECK(std::count(run.err.begin(), run.err.end(), '\n') == 1);
 }
 
+TEST_CASE("hardening cli: a regression limit that is not a finite percentage is an error, not a gate that never fails") {
+  for (const char* limit : {"nan", "inf", "-1"}) {
+    CAPTURE(limit);
+    Run run = cli("diff " + kScenario + " " + kScenario + " --max-regression " + limit);
+    CHECK(run.exit_code == 2);
+    CHECK(run.err == "ptadvise: error: --max-regression: expected a finite percentage >= 0\n");
+  }
+}
+
 TEST_CASE("hardening cli: run refuses an output directory it cannot write before starting the program") {
   TempDir dir;
   const std::string marker = dir.file("started");
