@@ -76,6 +76,26 @@ TEST_CASE("hostile: one odd unescaped quote early in a trace costs one event, no
   }
 }
 
+TEST_CASE("hostile: an odd unescaped quote in the metadata before the events costs that metadata, not the trace") {
+  for (const char* value : {"[{\"id\": 0, \"name\": \"Tesla \"V100\", \"computeMajor\": 7}]",  // odd count
+                            "\"a \"quoted\" name\""}) {                                                  // even count
+    CAPTURE(value);
+    TraceBuilder trace;
+    trace.top_level("someMetadata", value);
+    for (int i = 0; i < 50; ++i) trace.cpu_op("op" + std::to_string(i), 10 * i, 5);
+    const std::string text = trace.json();
+    Timeline timeline = load_ok(text);
+    CHECK(timeline.events.size() == 50);
+    REQUIRE_FALSE(timeline.stats.warnings.empty());
+    CHECK(timeline.stats.warnings[0] ==
+          "trace.json: byte " + std::to_string(text.find(value)) +
+              ": the value of the top-level key \"someMetadata\" is not valid JSON (an unescaped quote?); ignored it "
+              "up to \"traceEvents\" at byte " +
+              std::to_string(text.find("\"traceEvents\"")));
+    CHECK_FALSE(ptadvise::partial_trace_problem(timeline));
+  }
+}
+
 TEST_CASE("hostile: odd quotes in several events, and in the first event") {
   TraceBuilder trace;
   for (int i = 0; i < 100; ++i) {
