@@ -94,6 +94,20 @@ TEST_CASE("hostile rules: durations that overflow int64 nanoseconds are errors, 
   CHECK(rule_error(rule_with("inf ms")).find("expected a duration with a unit") != std::string::npos);
 }
 
+TEST_CASE("hostile rules: a scale factor that would overflow the replay's nanoseconds is an error") {
+  std::string text = rule_with("1us");
+  text += "transform:\n  apply:\n    - scale: {factor: FACTOR}\n  method: m\n";
+  auto with_factor = [&](const std::string& factor) {
+    std::string rule = text;
+    rule.replace(rule.find("FACTOR"), 6, factor);
+    return rule_error(rule);
+  };
+  CHECK(with_factor("0.5") == "(no error)");
+  CHECK(with_factor("1000") == "(no error)");
+  CHECK(with_factor("1e300").find("expected a number from 0 to 1000, got '1e300'") != std::string::npos);
+  CHECK(with_factor("-1").find("expected a number from 0 to 1000") != std::string::npos);
+}
+
 TEST_CASE("hostile rules: a YAML alias bomb is refused, not expanded") {
   std::string text = kRule;
   text.replace(text.find("when: count >= min_count"), 24, "when: " + condition_bomb("count >= 1"));
