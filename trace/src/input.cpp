@@ -11,6 +11,7 @@
 #include <cerrno>
 #include <cstring>
 #include <memory>
+#include <optional>
 
 #include "ptadvise/io.h"
 
@@ -272,6 +273,20 @@ InputResult inflate_gzip(const char* compressed, size_t compressed_size) {
   return result;
 }
 
+// Whether a stream's first bytes can begin a trace: gzip's magic, or JSON whose first byte past white space
+// (and a UTF-8 byte order mark) opens an object or array. nullopt while too few bytes have come to say.
+// Decided early, a stream that is no trace (/dev/zero, /dev/urandom) is refused at once instead of being
+// read until the memory budget is full.
+std::optional<bool> can_begin_trace(const char* data, size_t size) {
+  if (size >= 1 && static_cast<unsigned char>(data[0]) == 0x1f) {
+    return size >= 2 ? std::optional<bool>(is_gzip(data, size)) : std::nullopt;
+  }
+  size_t pos = size >= 3 && std::memcmp(data, "\xEF\xBB\xBF", 3) == 0 ? 3 : 0;
+  while (pos < size && (data[pos] == ' ' || data[pos] == '\n' || data[pos] == '\r' || data[pos] == '\t')) ++pos;
+  if (pos == size) return std::nullopt;
+  return data[pos] == '{' || data[pos] == '[';
+}
+
 // Reads a pipe, a terminal or stdin to its end, growing the buffer as the bytes come.
 InputResult read_stream(int fd) {
   InputResult result;
@@ -282,6 +297,7 @@ InputResult read_stream(int fd) {
     return result;
   }
   size_t size = 0;
+  bool checked_start = false;
   while (true) {
     if (region.payload_capacity() - size < kStreamChunk) {
       if (size >= budget) {
@@ -302,6 +318,14 @@ InputResult read_stream(int fd) {
     }
     if (got == 0) break;
     size += static_cast<size_t>(got);
+    if (!checked_start) {
+      const auto plausible = can_begin_trace(region.data(), size);
+      if (plausible && !*plausible) {
+        result.error = "the first bytes are neither JSON nor gzip (this does not look like a PyTorch profiler trace)";
+        return result;
+      }
+      checked_start = plausible.has_value();
+    }
   }
   if (is_gzip(region.data(), size)) return inflate_gzip(region.data(), size);
   result.buffer = region.release(size);

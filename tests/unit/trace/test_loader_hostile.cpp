@@ -274,6 +274,15 @@ TEST_CASE("hostile: traces from a pipe and from stdin") {
     REQUIRE(std::holds_alternative<Timeline>(result));
     CHECK(std::get<Timeline>(result).events.size() == 300);
   }
+  // A stream that is no trace is refused from its first bytes, not read until the memory budget is full.
+  for (const char* device : {"/dev/zero", "/dev/urandom"}) {
+    ScopedEnv limit("PTADVISE_MEMORY_LIMIT", "64MiB");
+    auto result = ptadvise::load_trace_file(device);
+    REQUIRE(std::holds_alternative<LoadError>(result));
+    CHECK(std::get<LoadError>(result).message ==
+          std::string(device) +
+              ": the first bytes are neither JSON nor gzip (this does not look like a PyTorch profiler trace)");
+  }
   // "-" is stdin.
   const std::string path = temp_path("stdin.json");
   write_file(path, text);
