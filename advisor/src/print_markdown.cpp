@@ -39,7 +39,7 @@ void print_markdown(const Report& report, std::ostream& out) {
     if (trace.job) job_print::markdown(*trace.job, out);
     for (const auto& warning : trace.warnings) out << "> warning: " << md_cell(warning) << "\n\n";
     if (trace.findings.empty()) {
-      out << "No findings.\n\n";
+      out << (trace.coverage.ran == 0 ? "No rule could check this trace (see the coverage line).\n\n" : "No findings.\n\n");
       continue;
     }
     out << "| # | rule | severity | where | saving per step | confidence |\n"

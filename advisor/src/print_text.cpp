@@ -2,6 +2,7 @@
 // cut); text that comes from the trace passes through format::visible so control characters never reach
 // the terminal raw; colours are {fmt}'s text styles. The default layout of a finding is in
 // print_text_finding.cpp.
+#include <algorithm>
 #include <ostream>
 
 #include "format.h"
@@ -159,12 +160,21 @@ void print_text(const Report& report, std::ostream& out, const PrintOptions& opt
                " suppressed by `# ptadvise: ignore` comments.";
   }
   if (options.detail == TextDetail::Concise && total > 0) out << "\n";
+  // Nothing found because nothing could look is no clean result: say so instead of "No findings".
+  const bool none_checked =
+      !report.traces.empty() && std::all_of(report.traces.begin(), report.traces.end(),
+                                            [](const TraceReport& trace) { return trace.coverage.ran == 0; });
+  const std::string empty = none_checked ? "No rule could check " +
+                                               std::string(report.traces.size() == 1 ? "the trace" : "these traces") +
+                                               " (see the coverage line)."
+                                         : p.green("No findings.");
+  const size_t empty_width = none_checked ? empty.size() + 1 : 13;  // "No findings." and a space
   if (total > 0) {
     wrapped(out, "", 0, closing, width, 0);
   } else if (closing.empty()) {
-    out << p.green("No findings.") << "\n";
+    out << empty << "\n";
   } else {
-    wrapped(out, p.green("No findings.") + " ", 13, closing, width, 0);
+    wrapped(out, empty + " ", empty_width, closing, width, 0);
   }
   if (!report.stale.empty()) {
     out << report.stale.size() << " baseline "

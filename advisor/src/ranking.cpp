@@ -61,9 +61,10 @@ bool is_failing(const Report& report, const TraceReport& trace, size_t finding_i
   auto at_least = [](Severity s, Severity threshold) {
     return static_cast<int>(s) >= static_cast<int>(threshold);
   };
-  // A finding that saves nothing measurable (0.000 ms: facts such as warm-up or memory headroom) informs
-  // but never fails a gate.
-  return is_new && at_least(finding.severity, report.fail_on) && finding.saving_ms_per_step >= 0.0005;
+  // A finding that saves nothing measurable (0.000 ms: facts such as warm-up or memory headroom), or less
+  // than its rule's noise floor once replayed (the step waits on other work), informs but never fails a gate.
+  const double floor_ms = std::max(0.0005, finding.noise_floor_ms);
+  return is_new && at_least(finding.severity, report.fail_on) && finding.saving_ms_per_step >= floor_ms;
 }
 
 size_t Report::failing_count() const {

@@ -17,7 +17,7 @@ constexpr const char* kFormat = "ptadvise-rank-digest";
 constexpr int kVersion = 1;  // the layout merge reads
 // The published schema (schemas/digest.schema.json), versioned like the other JSON outputs
 // (advisor/include/ptadvise/schema_versions.h): MINOR grows when fields are added.
-constexpr const char* kSchemaVersion = "1.0";
+constexpr const char* kSchemaVersion = "1.1";
 
 struct Invalid {
   std::string message;
@@ -165,6 +165,7 @@ void write_digest(const RankDigest& d, std::ostream& out) {
                 {"no_gpu", d.coverage.no_gpu},
                 {"no_stacks", d.coverage.no_stacks},
                 {"no_device_properties", d.coverage.no_device_properties},
+                {"no_steady_state", d.coverage.no_steady_state},
                 {"not_run", not_run}}},
               {"steady_steps", d.steady_steps},
               {"step_ms", d.step_ms},
@@ -220,6 +221,7 @@ std::variant<RankDigest, DigestError> parse_digest(std::string_view text, const 
     d.coverage.no_gpu = coverage.at("no_gpu").get<size_t>();
     d.coverage.no_stacks = coverage.at("no_stacks").get<size_t>();
     d.coverage.no_device_properties = coverage.at("no_device_properties").get<size_t>();
+    d.coverage.no_steady_state = coverage.value("no_steady_state", size_t{0});  // absent before format 1.1
     for (const auto& item : coverage.at("not_run")) {
       d.coverage.not_run.emplace_back(item.at(0).get<std::string>(), item.at(1).get<std::string>());
     }

@@ -1121,6 +1121,12 @@ std::vector<Finding> evaluate(const RuleSet& rules, const Analysis& analysis, co
         counted.not_run.emplace_back(info.id, "no device properties");
         continue;
       }
+      // Every rule measures steady steps (even the warm-up rule compares with their period).
+      if (!analysis.steady_state) {
+        ++counted.no_steady_state;
+        counted.not_run.emplace_back(info.id, "no steady step");
+        continue;
+      }
       ++counted.ran;
       auto found = evaluator.run(info, rule, options);
       findings.insert(findings.end(), std::make_move_iterator(found.begin()), std::make_move_iterator(found.end()));

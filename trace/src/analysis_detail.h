@@ -51,6 +51,8 @@ void measure_periods(const Timeline& timeline, const NameClasses& names, Analysi
 void compute_busy(const Timeline& timeline, Analysis& analysis);
 void compute_step_windows(Analysis& analysis);
 void build_idle_ledger(const Timeline& timeline, const NameClasses& names, Analysis& analysis);
+// Sets Analysis::steady_state from the ledger (called by build_idle_ledger).
+void judge_steady_state(Analysis& analysis);
 // Runtime/driver calls that block the host until the GPU catches up: synchronizes, synchronous copies, an
 // async copy followed by a synchronize, calls a host-wait cuda_sync record links to.
 std::unordered_set<EventIndex> blocking_calls(const Timeline& timeline, const NameClasses& names);

@@ -1,6 +1,7 @@
 // GPU busy time per device and the idle ledger: every idle nanosecond inside the step windows is charged
 // once, to what the launching host thread was doing at that moment.
 #include <algorithm>
+#include <cstdio>
 #include <limits>
 #include <unordered_map>
 #include <unordered_set>
@@ -187,6 +188,7 @@ class LedgerBuilder {
   LedgerBuilder(const Timeline& timeline, const NameClasses& names, Analysis& analysis)
       : timeline_(timeline), events_(timeline.events), names_(names), analysis_(analysis) {
     blocking_ = blocking_calls(timeline, names);
+    allocations_recur_ = allocations_recur();
     mark_launching_events();
     find_capture_stretches();
   }
@@ -296,12 +298,35 @@ class LedgerBuilder {
   }
 
   // Code loading (module loads, a first launch), context or stream creation: a runtime call over 1 ms
-  // that neither copies (pageable staging takes the host's time every step) nor allocates (allocations
-  // recur when the allocator churns: allocator-churn's).
+  // that does not copy (pageable staging takes the host's time every step). A driver allocation is the
+  // caching allocator growing to its working set, once, unless allocations recur from step to step (the
+  // allocator churns: allocator-churn's).
   bool is_one_off_call(EventIndex e, uint16_t classes) const {
     if (classes & kModuleLoad) return true;
-    if (classes & (kAsyncMemcpy | kAllocation)) return false;
+    if (classes & kAllocation) return !allocations_recur_;
+    if (classes & kAsyncMemcpy) return false;
     return events_.dur_ns[e] > kOneOffCallNs;
+  }
+
+  // Driver allocations recur when they happen in at least half of the steady steps, and in two at least:
+  // one step cannot show that anything recurs.
+  bool allocations_recur() const {
+    const std::vector<Step>& steps = analysis_.steps;
+    std::vector<uint8_t> allocates(steps.size(), 0);
+    for (EventIndex e = 0; e < events_.size(); ++e) {
+      const EventKind kind = events_.kind[e];
+      if (kind != EventKind::Runtime && kind != EventKind::Driver) continue;
+      if ((names_.by_name[events_.name[e]] & kAllocation) == 0) continue;
+      const uint32_t s = analysis_.event_step[e];
+      if (s < steps.size()) allocates[s] = 1;
+    }
+    size_t steady = 0, with_allocations = 0;
+    for (size_t s = 0; s < steps.size(); ++s) {
+      if (steps[s].warmup || steps[s].partial) continue;
+      ++steady;
+      with_allocations += allocates[s];
+    }
+    return with_allocations >= 2 && 2 * with_allocations >= steady;
   }
 
   // Stretches in which a host thread records CUDA/HIP graphs: from a BeginCapture to its EndCapture, and
@@ -482,6 +507,7 @@ class LedgerBuilder {
   const NameClasses& names_;
   Analysis& analysis_;
   std::unordered_set<EventIndex> blocking_;
+  bool allocations_recur_ = false;
   std::vector<uint8_t> launching_;  // per event: a launch of GPU work is inside it
   std::vector<Piece> pieces_;
   std::vector<std::pair<int64_t, EventIndex>> gpu_ends_;  // GPU ops by end time, built on first use
@@ -557,6 +583,30 @@ void build_idle_ledger(const Timeline& timeline, const NameClasses& names, Analy
       }
     }
   }
+  judge_steady_state(analysis);
+}
+
+// One-off idle (warm-up, graph capture) against the steady steps' time on every active device: at half
+// or more, the steps are one-off work and what they cost says nothing about the next iteration.
+void judge_steady_state(Analysis& analysis) {
+  int64_t one_off_ns = 0;
+  for (const IdleGap& gap : analysis.idle) {
+    if (gap.step >= analysis.steps.size() || !analysis.is_steady(gap.step)) continue;
+    if (gap.cause == IdleCause::WarmUp || gap.cause == IdleCause::GraphCapture) one_off_ns += gap.duration_ns();
+  }
+  double steps_ns = 0;
+  for (uint32_t s = 0; s < analysis.steps.size(); ++s) {
+    if (analysis.is_steady(s)) steps_ns += static_cast<double>(analysis.steps[s].period_ns);
+  }
+  steps_ns *= static_cast<double>(analysis.devices.size());
+  if (steps_ns <= 0 || 2.0 * static_cast<double>(one_off_ns) < steps_ns) return;
+  analysis.steady_state = false;
+  char note[200];
+  std::snprintf(note, sizeof note,
+                "one-off work fills the profiled steps: the GPU idles %.0f%% of them while the host warms up "
+                "(first launches, allocations, context creation) or records CUDA graphs",
+                100.0 * static_cast<double>(one_off_ns) / steps_ns);
+  analysis.steady_state_note = note;
 }
 
 }  // namespace ptadvise::detail

@@ -323,6 +323,7 @@ void measure_periods(const Timeline& timeline, const NameClasses& names, Analysi
         host_end - last_content_end > last_content_end - step.start_ns) {
       host_end = last_content_end;
     }
+    step.host_end_ns = host_end;
     int64_t host = k + 1 < n ? steps[k + 1].start_ns - step.start_ns : host_end - step.start_ns;
     int64_t gpu = 0;
     if (gpu_first[k] >= 0) {
@@ -348,6 +349,7 @@ void measure_periods(const Timeline& timeline, const NameClasses& names, Analysi
       steps[0].gpu_end_ns > steps[0].gpu_start_ns) {
     steps[0].period_start_ns = steps[0].gpu_start_ns;
     steps[0].period_ns = steps[0].gpu_end_ns - steps[0].gpu_start_ns;
+    steps[0].gpu_span_only = true;
     analysis.step_note += "; timed from its first GPU op to the end of its last (the window's edges are where "
                           "profiling started and stopped)";
   }
@@ -370,11 +372,13 @@ void measure_periods(const Timeline& timeline, const NameClasses& names, Analysi
   }
   const size_t whole = steps.back().partial ? n - 1 : n;
   // One-off work per step (host calls, by the step they run in).
-  std::vector<int64_t> one_off(n, 0);
+  std::vector<int64_t> one_off(n, 0), kernels(n, 0);
   for (EventIndex i = 0; i < events.size(); ++i) {
-    if ((names.by_name[events.name[i]] & kOneOffWork) == 0 || is_gpu_side(events.kind[i])) continue;
     uint32_t s = analysis.event_step[i];
-    if (s < n) ++one_off[s];
+    if (s >= n) continue;
+    if (events.kind[i] == EventKind::Kernel) ++kernels[s];
+    if ((names.by_name[events.name[i]] & kOneOffWork) == 0 || is_gpu_side(events.kind[i])) continue;
+    ++one_off[s];
   }
   auto median = [](std::vector<int64_t> values) {
     std::sort(values.begin(), values.end());
@@ -386,17 +390,20 @@ void measure_periods(const Timeline& timeline, const NameClasses& names, Analysi
   size_t warm = 0;
   double reference = 0;
   for (size_t k = 0; k + 1 < whole; ++k) {
-    std::vector<int64_t> later_periods, later_one_off;
+    std::vector<int64_t> later_periods, later_one_off, later_kernels;
     for (size_t j = k + 1; j < whole; ++j) {
       later_periods.push_back(steps[j].period_ns);
       later_one_off.push_back(one_off[j]);
+      later_kernels.push_back(kernels[j]);
     }
     double ref = median(later_periods);
     double ratio = ref > 0 ? static_cast<double>(steps[k].period_ns) / ref : 0.0;
     bool extra_work = static_cast<double>(one_off[k]) > median(later_one_off);
-    // Length alone needs a steady state to compare with (two later steps at least); one-off work is
-    // evidence of its own.
-    bool far_longer = ratio >= kWarmupRatio && later_periods.size() >= 2;
+    // Length alone needs a steady state to compare with (two later steps at least), and the same GPU work:
+    // a first step that launches far more kernels is longer because it does more (a prologue before the
+    // repeating sequence, another phase), not because it warms up. One-off work is evidence of its own.
+    bool same_work = static_cast<double>(kernels[k]) <= kWarmupRatio * median(later_kernels);
+    bool far_longer = ratio >= kWarmupRatio && later_periods.size() >= 2 && same_work;
     if (far_longer || (extra_work && ratio >= kWarmupRatioWithOneOffWork)) {
       steps[k].warmup = true;
       warm = k + 1;

@@ -62,6 +62,7 @@ Summary summarize(const Analysis& analysis, size_t top_n) {
   // same steps the rules divide by, so numerators and denominators match.
   summary.warmup_steps = analysis.warmup_step_count();
   summary.warmup_note = analysis.warmup_note;
+  summary.steady_state_note = analysis.steady_state_note;
   summary.last_step_partial = analysis.steps.back().partial;
   std::vector<int64_t> periods;
   std::vector<Interval> windows;  // the steady steps' ledger windows: disjoint, in time order
@@ -226,6 +227,10 @@ Summary summarize(const Analysis& analysis, size_t top_n) {
 std::vector<std::string> unexplained_idle_notes(const Summary& summary) {
   std::vector<std::string> notes;
   if (summary.steady_steps == 0 || summary.step_period_ms <= 0 || summary.devices.empty()) return notes;
+  if (!summary.steady_state_note.empty()) {
+    notes.push_back("no steady step: " + summary.steady_state_note +
+                    "; no rule ran (see the coverage line)");
+  }
   for (const IdleShare& share : summary.idle_causes) {
     // Per step and device: the ledger sums the devices.
     const double ms = share.ms / static_cast<double>(summary.steady_steps) / static_cast<double>(summary.devices.size());

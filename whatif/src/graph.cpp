@@ -53,6 +53,7 @@ class Builder {
     stream_event_edges();
     wait_edges();
     thread_edges();
+    worker_wait_edges();
     index_edges();
   }
 
@@ -78,7 +79,7 @@ class Builder {
       int64_t end;
     };
     std::vector<Open> stack;
-    int loader_depth = 0;
+    int loader_depth = 0, worker_loader_depth = 0;
     int64_t cursor = std::numeric_limits<int64_t>::min();
     uint32_t last_step = kNone;
     auto emit = [&](int64_t from, int64_t to, bool force) {
@@ -102,6 +103,11 @@ class Builder {
       node.category = loader_depth > 0 ? Category::DataLoader : Category::Host;
       uint32_t n = add_node(node);
       lane.nodes.push_back(n);
+      // Inside a multi-process loader's __next__ and in no op or call: the thread waits for a worker's batch.
+      if (worker_loader_depth > 0 && node.kind != NodeKind::Call &&
+          (node.event == kNone || ev_.kind[node.event] != EventKind::CpuOp)) {
+        worker_waits_.push_back(n);
+      }
       if (node.event != kNone && g_.node_of_event[node.event] == kNone) g_.node_of_event[node.event] = n;
     };
     auto pop = [&]() {
@@ -109,6 +115,7 @@ class Builder {
       emit(cursor, top.end, is_call(ev_.kind[top.event]) && g_.node_of_event[top.event] == kNone);
       cursor = std::max(cursor, top.end);
       if (names_.is(tl_, top.event, kDataLoader)) --loader_depth;
+      if (names_.is(tl_, top.event, kWorkerLoader)) --worker_loader_depth;
       stack.pop_back();
     };
     for (EventIndex i : tl_.track_events[track]) {
@@ -125,6 +132,7 @@ class Builder {
       if (!stack.empty()) end = std::min(end, stack.back().end);  // a child never outlives its parent
       stack.push_back({i, std::max(end, start)});
       if (names_.is(tl_, i, kDataLoader)) ++loader_depth;
+      if (names_.is(tl_, i, kWorkerLoader)) ++worker_loader_depth;
     }
     while (!stack.empty()) pop();
     if (lane.nodes.empty()) return;
@@ -411,6 +419,35 @@ class Builder {
     }
   }
 
+  // A wait for a loader worker's batch that ends while the GPU still has queued work is the loop's slack:
+  // the workers hand out batches at the pace the loop takes them, and the loop goes only as fast as the
+  // GPU, so the wait ends when the GPU's queue is down to what it held then (its end minus the same lead).
+  // Faster GPU work ends it sooner. A wait that ends with the GPU's queue empty is the workers' own pace and
+  // keeps its length. (The step ledger's GPU bound counts such a fetch as elastic too, docs/ANALYSIS.md.)
+  void worker_wait_edges() {
+    for (uint32_t n : worker_waits_) {
+      Node& node = g_.nodes[n];
+      if (node.dur_ns <= kToleranceNs) continue;
+      const int64_t end = node.start_ns + node.dur_ns;
+      uint32_t queue_end = kNone;  // the op that ends the furthest-ahead queue at the wait's end
+      for (uint32_t l = 0; l < g_.lanes.size(); ++l) {
+        if (!g_.lanes[l].gpu) continue;
+        const uint32_t last = last_queued_before(l, end);
+        if (last == kNone || g_.nodes[last].start_ns + g_.nodes[last].dur_ns <= end) continue;  // drained
+        if (queue_end == kNone || g_.nodes[last].start_ns + g_.nodes[last].dur_ns >
+                                      g_.nodes[queue_end].start_ns + g_.nodes[queue_end].dur_ns) {
+          queue_end = last;
+        }
+      }
+      if (queue_end == kNone) continue;
+      const Node& op = g_.nodes[queue_end];
+      node.work_ns = 0;
+      // A negative delay: the wait ends that long before the queue's last op does.
+      add_edge(2 * queue_end + 1, 2 * n + 1, end - (op.start_ns + op.dur_ns), EdgeKind::Wait);
+      ++g_.elastic_loader_waits;
+    }
+  }
+
   void records_drain(EventIndex record, uint32_t last_launched, std::vector<uint32_t>& drained) {
     auto kind = tl_.arg_string(record, "cuda_sync_kind");
     const int64_t device = tl_.arg_int(record, "device").value_or(tl_.tracks[ev_.track[record]].device);
@@ -527,6 +564,7 @@ class Builder {
   NameFlags names_;
   StepWindow window_;
   std::map<std::pair<int32_t, int64_t>, uint32_t> lane_by_stream_;
+  std::vector<uint32_t> worker_waits_;  // host nodes waiting in a multi-process loader's __next__
   std::unordered_map<uint32_t, int32_t> launch_device_;
   std::unordered_map<uint32_t, std::vector<int64_t>> queued_at_;
   std::vector<uint32_t> graph_launches_;

@@ -8,7 +8,10 @@ bool contains(std::string_view text, std::string_view part) { return text.find(p
 uint16_t name_flags(std::string_view name) {
   uint16_t flags = 0;
   if (name.starts_with("ProfilerStep#")) flags |= kStepMarker;
-  if (name.starts_with("enumerate(DataLoader)#") && contains(name, "__next__")) flags |= kDataLoader;
+  if (name.starts_with("enumerate(DataLoader)#") && contains(name, "__next__")) {
+    flags |= kDataLoader;
+    if (contains(name, "MultiProcessing")) flags |= kWorkerLoader;
+  }
   const bool runtime = name.starts_with("cuda") || name.starts_with("hip") || name.starts_with("cu");
   if (runtime) {
     if (contains(name, "Query")) flags |= kQueryCall;

@@ -17,6 +17,7 @@ enum NameFlag : uint16_t {
   kQueryCall = 1u << 4,      // cudaEventQuery / cudaStreamQuery: never blocks
   kGraphLaunch = 1u << 5,    // cudaGraphLaunch / hipGraphLaunch
   kCommunication = 1u << 6,  // NCCL/RCCL kernels
+  kWorkerLoader = 1u << 7,   // enumerate(DataLoader)#_MultiProcessingDataLoaderIter.__next__: workers load
   kComputed = 1u << 15,
 };
 

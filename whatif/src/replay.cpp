@@ -115,6 +115,7 @@ int64_t replayed_instant(const Graph& g, const Schedule& s, uint32_t lane_index,
 
 struct StepTimes {
   std::vector<int64_t> host_start, host_end, gpu_first, gpu_end;
+  std::vector<uint8_t> gpu_span_only;  // Step::gpu_span_only
   std::vector<uint32_t> gpu_first_node;
 };
 
@@ -127,6 +128,8 @@ StepTimes step_times(const Graph& g, const Schedule& s) {
   st.gpu_first.assign(n, kUnset);
   st.gpu_end.assign(n, kUnset);
   st.gpu_first_node.assign(n, kNone);
+  st.gpu_span_only.assign(n, 0);
+  for (size_t k = 0; k < n; ++k) st.gpu_span_only[k] = a.steps[k].gpu_span_only ? 1 : 0;
   std::vector<int64_t> any_first(n, kUnset);
   std::vector<uint32_t> any_first_node(n, kNone);
   for (uint32_t v = 0; v < g.nodes.size(); ++v) {
@@ -150,10 +153,10 @@ StepTimes step_times(const Graph& g, const Schedule& s) {
     }
     if (g.main_lane != kNone) {
       st.host_start[k] = replayed_instant(g, s, g.main_lane, a.steps[k].start_ns);
-      st.host_end[k] = replayed_instant(g, s, g.main_lane, a.steps[k].end_ns);
+      st.host_end[k] = replayed_instant(g, s, g.main_lane, a.steps[k].period_host_end());
     } else {
       st.host_start[k] = a.steps[k].start_ns;
-      st.host_end[k] = a.steps[k].end_ns;
+      st.host_end[k] = a.steps[k].period_host_end();
     }
   }
   return st;
@@ -169,7 +172,8 @@ int64_t period(const StepTimes& st, size_t k, bool& from_gpu) {
     gpu = k + 1 < n && st.gpu_first[k + 1] != kUnset ? st.gpu_first[k + 1] - st.gpu_first[k]
                                                      : st.gpu_end[k] - st.gpu_first[k];
   }
-  from_gpu = gpu > host;
+  from_gpu = gpu > host || (st.gpu_span_only[k] && st.gpu_first[k] != kUnset);
+  if (st.gpu_span_only[k] && st.gpu_first[k] != kUnset) return std::max<int64_t>(0, gpu);
   return std::max<int64_t>(0, std::max(host, gpu));
 }
 

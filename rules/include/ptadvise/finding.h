@@ -64,14 +64,15 @@ enum RuleNeed : uint8_t {
 };
 
 // Which rules could check a trace, and why the others could not (a rule missing several things counts
-// under the first of GPU, stacks, device properties).
+// under the first of GPU, stacks, device properties, steady state).
 struct Coverage {
   size_t ran = 0;
   size_t no_gpu = 0;
   size_t no_stacks = 0;
   size_t no_device_properties = 0;
+  size_t no_steady_state = 0;
   std::vector<std::pair<std::string, std::string>> not_run;  // rule id, what the trace lacks ("no GPU activity", ...)
-  size_t skipped() const { return no_gpu + no_stacks + no_device_properties; }
+  size_t skipped() const { return no_gpu + no_stacks + no_device_properties + no_steady_state; }
 };
 
 // One example occurrence, enough to find it in Perfetto.

@@ -177,7 +177,18 @@ TEST_CASE("text report: colour only when asked, baseline and stale entries") {
   Report clean;
   clean.traces.push_back(TraceReport{});
   clean.traces[0].path = "t.json";
+  clean.traces[0].coverage.ran = 21;
   CHECK(printed(clean, OutputFormat::Text).find("No findings.\n") != std::string::npos);
+  // Nothing found because no rule could look (a window of warm-up only): never "No findings".
+  clean.traces[0].coverage.ran = 0;
+  clean.traces[0].coverage.no_steady_state = 21;
+  clean.traces[0].coverage.not_run = {{"PTA101", "no steady step"}};
+  const std::string none = printed(clean, OutputFormat::Text);
+  CHECK(none.find("No findings") == std::string::npos);
+  CHECK(none.find("No rule could check the trace (see the coverage line).\n") != std::string::npos);
+  const std::string markdown = printed(clean, OutputFormat::Markdown);
+  CHECK(markdown.find("No findings") == std::string::npos);
+  CHECK(markdown.find("No rule could check this trace") != std::string::npos);
 }
 
 TEST_CASE("json report carries ranks, savings, confidence, source and evidence") {

@@ -81,3 +81,15 @@ TEST_CASE("a finding that saves nothing measurable never fails a gate") {
   report.traces[0].findings[0].saving_ms_per_step = 0.0005;
   CHECK(report.failing_count() == 5);
 }
+
+TEST_CASE("a finding whose replayed saving is below its rule's noise floor informs but never fails a gate") {
+  Report report = testing::sample_report();
+  report.fail_on = Severity::Info;
+  REQUIRE(report.failing_count() == 5);
+  Finding& finding = report.traces[0].findings[0];
+  finding.noise_floor_ms = 0.1;
+  finding.saving_ms_per_step = 0.099;  // the step waits on other work: the fix alone barely shortens it
+  CHECK(report.failing_count() == 4);
+  finding.saving_ms_per_step = 0.1;
+  CHECK(report.failing_count() == 5);
+}

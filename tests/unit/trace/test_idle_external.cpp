@@ -118,21 +118,70 @@ TEST_CASE("steps: a whole-window step is timed from its first GPU op; a lone ste
   }
 }
 
-TEST_CASE("ledger: warm-up — a first launch that loads its kernel's code; allocations stay host work") {
+TEST_CASE("ledger: warm-up — a first launch that loads its kernel's code, an allocation one step cannot show recurring") {
   TraceBuilder trace(Era::Kineto2023);
   trace.annotation("ProfilerStep#1", 0, 10000);
   trace.launch("k", 0, 1, 0, 100);
   trace.cpu_op("aten::relu", 200, 2100);
   trace.launch("first_relu", 210, 2000, 2300, 100);  // 2 ms in cudaLaunchKernel: code loading
   trace.cpu_op("aten::empty", 2500, 3000);
-  trace.runtime("cudaMalloc", 2510, 2900, trace.next_correlation());  // 2.9 ms, but an allocation
+  trace.runtime("cudaMalloc", 2510, 2900, trace.next_correlation());  // 2.9 ms: the allocator growing, once
   trace.launch("k2", 5600, 5, 5700, 4300);
   Timeline timeline = trace.load();
   Analysis analysis = analyze(timeline);
   // Gap 100..2300: 100 untraced, 10 in aten::relu, 2000 in the long launch (warm-up), 90 in aten::relu.
-  CHECK(analysis.idle_ns(IdleCause::WarmUp) == us(2000));
-  // Gap 2400..5700: the cudaMalloc is aten::empty's host work (cpu-work), not warm-up.
-  CHECK(analysis.idle_ns(IdleCause::CpuWork) >= us(3000));
+  // Gap 2400..5700: 2900 in the cudaMalloc (warm-up), the rest aten::empty's host work and the launch.
+  CHECK(analysis.idle_ns(IdleCause::WarmUp) == us(2000 + 2900));
+  CHECK(analysis.idle_ns(IdleCause::CpuWork) == us(10 + 90 + 10 + 90 + 5));  // in aten::relu, aten::empty, the launch
   CHECK(to_string(IdleCause::WarmUp) == "warm-up");
-  CHECK(any_note_contains(unexplained_idle_notes(summarize(analysis)), "one-off work"));
+  // 4.9 of the 10 ms step: warm-up inside a steady step, named in the notes.
+  CHECK(analysis.steady_state);
+  const std::vector<std::string> notes = unexplained_idle_notes(summarize(analysis));
+  CHECK(any_note_contains(notes, "one-off work"));
+  CHECK_FALSE(any_note_contains(notes, "no steady step"));
+}
+
+TEST_CASE("ledger: allocations in every steady step are the allocator churning: host work, not warm-up") {
+  TraceBuilder trace(Era::Kineto2023);
+  for (int s = 0; s < 3; ++s) {
+    const int64_t t = s * 10000;
+    trace.annotation("ProfilerStep#" + std::to_string(s + 1), t, 10000);
+    trace.launch("k", t, 1, t, 100);
+    trace.cpu_op("aten::empty", t + 500, 3000);
+    trace.runtime("cudaMalloc", t + 510, 2900, trace.next_correlation());
+    trace.launch("k2", t + 3600, 5, t + 3700, 6000);
+  }
+  Timeline timeline = trace.load();
+  Analysis analysis = analyze(timeline);
+  REQUIRE(analysis.steady_step_count() == 3);
+  CHECK(analysis.idle_ns(IdleCause::WarmUp) == 0);
+  CHECK(analysis.idle_ns(IdleCause::CpuWork) >= 3 * us(2900));
+  CHECK(analysis.steady_state);
+}
+
+TEST_CASE("ledger: no steady step when one-off work fills half the steps or more") {
+  auto window = [](int64_t first_launch_us) {
+    TraceBuilder trace(Era::Kineto2023);
+    trace.annotation("ProfilerStep#1", 0, 10000);
+    trace.launch("k", 0, 1, 0, 100);
+    trace.cpu_op("aten::relu", 200, first_launch_us + 100);
+    trace.launch("first_relu", 210, first_launch_us, 300 + first_launch_us, 100);  // code loading
+    trace.launch("k2", 500 + first_launch_us, 5, 600 + first_launch_us, 9400 - first_launch_us);
+    return trace.load();
+  };
+  SUBCASE("warm-up fills 5 of 10 ms: no steady state, and the notes say why") {
+    Timeline timeline = window(5000);
+    Analysis analysis = analyze(timeline);
+    REQUIRE(analysis.idle_ns(IdleCause::WarmUp) == us(5000));
+    CHECK_FALSE(analysis.steady_state);
+    CHECK(analysis.steady_state_note.find("the GPU idles 50% of them") != std::string::npos);
+    CHECK(any_note_contains(unexplained_idle_notes(summarize(analysis)), "no steady step"));
+  }
+  SUBCASE("4.9 of 10 ms: a steady step with warm-up in it") {
+    Timeline timeline = window(4900);
+    Analysis analysis = analyze(timeline);
+    REQUIRE(analysis.idle_ns(IdleCause::WarmUp) == us(4900));
+    CHECK(analysis.steady_state);
+    CHECK(analysis.steady_state_note.empty());
+  }
 }

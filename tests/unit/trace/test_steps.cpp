@@ -283,3 +283,23 @@ TEST_CASE("steps: leading warm-up steps and a cut-short last step are left out o
   CHECK(analysis2.warmup_note.find("1 one-off call such as cudaMalloc/cudaFree or cuDNN autotuning") !=
         std::string::npos);
 }
+
+TEST_CASE("steps: a long first step that launches far more kernels is a prologue, not warm-up") {
+  // Step 1 is 3x the others in both cases; with 3x the kernels it does more work, with the same it warms up.
+  for (int kernels : {2, 6}) {
+    CAPTURE(kernels);
+    TraceBuilder trace(Era::Kineto2023);
+    double t = 0;
+    for (int s = 1; s <= 4; ++s) {
+      double length = s == 1 ? 3000 : 1000;
+      trace.annotation("ProfilerStep#" + std::to_string(s), t, length);
+      const int count = s == 1 ? kernels : 2;
+      for (int k = 0; k < count; ++k) trace.launch("k" + std::to_string(k), t + 10 + 10 * k, 5, t + 100 + 100 * k, 50);
+      t += length;
+    }
+    Timeline timeline = trace.load();
+    Analysis analysis = analyze(timeline);
+    REQUIRE(analysis.steps.size() == 4);
+    CHECK(analysis.steps[0].warmup == (kernels == 2));
+  }
+}

@@ -118,3 +118,78 @@ TEST_CASE("whatif: data loading in background workers leaves the training thread
   // Enough workers: the loader is off the path; the step is the host's 20 µs.
   CHECK(whatif::replay(graph, {workers}).replayed_step_ms == doctest::Approx(0.020));
 }
+
+TEST_CASE("whatif: a wait for loader workers that ends with GPU work queued follows the GPU; one that ends idle does not") {
+  // Per step (100 µs): the loop waits in a multi-process loader's __next__ from +1 to +1+wait, launches a
+  // kernel (+4 .. +9 after the wait) and runs 30 µs of Python. The kernels run back to back (GPU-bound) when
+  // they take 100 µs; at 10 µs the GPU drains during every wait.
+  auto loop = [](double kernel_us, double wait_us) {
+    testing::TraceBuilder trace(testing::Era::Kineto2023);
+    trace.device(0, "NVIDIA A100", 8, 0, 80LL << 30);
+    for (int k = 0; k < 5; ++k) {
+      const double s = 1000 + 100.0 * k;
+      trace.annotation("ProfilerStep#" + std::to_string(k + 1), s, 100);
+      trace.annotation("enumerate(DataLoader)#_MultiProcessingDataLoaderIter.__next__", s + 1, wait_us);
+      const double launch = s + 1 + wait_us + 4;
+      const double gpu_start = kernel_us >= 100 ? 1070 + 100.0 * k : launch + 10;
+      trace.launch("gemm_kernel", launch, 5, gpu_start, kernel_us);
+    }
+    return trace.load();
+  };
+  SUBCASE("GPU-bound: the wait ends 9 µs before the GPU's queue does, and shrinks with faster kernels") {
+    Timeline timeline = loop(100, 60);
+    Analysis analysis = analyze(timeline);
+    whatif::Graph graph = whatif::build_graph(analysis);
+    CHECK(graph.elastic_loader_waits == 4);  // the first step's wait ends with nothing queued yet
+    CHECK(whatif::replay(graph).replayed_step_ms == doctest::Approx(0.100));
+    whatif::Fix faster;
+    faster.spec.primitive = whatif::Primitive::Scale;
+    faster.spec.factor = 0.5;
+    faster.events = all(timeline, "gemm_kernel");
+    // Steps 2-5: the GPU's 50 µs set the pace (the host needs 40 µs of its own); step 1 keeps its wait.
+    CHECK(whatif::replay(graph, {faster}).replayed_step_ms == doctest::Approx((0.100 + 4 * 0.050) / 5));
+  }
+  SUBCASE("the GPU idles through the wait: the workers' pace, kept") {
+    Timeline timeline = loop(10, 60);
+    Analysis analysis = analyze(timeline);
+    whatif::Graph graph = whatif::build_graph(analysis);
+    CHECK(graph.elastic_loader_waits == 0);
+    whatif::Fix faster;
+    faster.spec.primitive = whatif::Primitive::Scale;
+    faster.spec.factor = 0.5;
+    faster.events = all(timeline, "gemm_kernel");
+    CHECK(whatif::replay(graph, {faster}).replayed_step_ms == doctest::Approx(0.100));
+  }
+}
+
+TEST_CASE("whatif: the replay times a lone step as the analysis does (a late-closed marker, a whole window)") {
+  SUBCASE("a ProfilerStep the profiler's stop closed 100 ms after its last event") {
+    testing::TraceBuilder trace(testing::Era::Kineto2023);
+    trace.device(0, "NVIDIA A100", 8, 0, 80LL << 30);
+    trace.annotation("ProfilerStep#1", 1000, 100000);
+    trace.cpu_op("aten::add", 1010, 50);
+    trace.launch("add_kernel", 1020, 5, 1030, 40);  // the step's content ends at 1070
+    Timeline timeline = trace.load();
+    Analysis analysis = analyze(timeline);
+    REQUIRE(analysis.steps.size() == 1);
+    REQUIRE(analysis.steps[0].period_ns == 70000);
+    whatif::ReplayResult result = whatif::replay(whatif::build_graph(analysis));
+    CHECK(result.measured_step_ms == doctest::Approx(0.070));
+    CHECK(result.replayed_step_ms == doctest::Approx(0.070));
+  }
+  SUBCASE("no markers: the window is one step, timed from its first GPU op to the end of its last") {
+    testing::TraceBuilder trace(testing::Era::Kineto2023);
+    trace.device(0, "NVIDIA A100", 8, 0, 80LL << 30);
+    trace.cpu_op("setup", 0, 5000);  // 5 ms of host set-up before the first launch
+    trace.launch("k1", 5000, 5, 5010, 40);
+    trace.launch("k2", 5100, 5, 5110, 40);  // ends 5150
+    trace.cpu_op("teardown", 5200, 3000);
+    Timeline timeline = trace.load();
+    Analysis analysis = analyze(timeline);
+    REQUIRE(analysis.steps.size() == 1);
+    REQUIRE(analysis.steps[0].gpu_span_only);
+    whatif::ReplayResult result = whatif::replay(whatif::build_graph(analysis));
+    CHECK(result.measured_step_ms == doctest::Approx(0.140));
+    CHECK(result.replayed_step_ms == doctest::Approx(0.140));
+  }
+}

@@ -27,22 +27,23 @@ const std::string kScenarios = std::string(PTADVISE_SOURCE_DIR) + "/testdata/sce
 const std::string kShared = std::string(PTADVISE_SHARED_DIR) + "/traces/";
 
 const Pair kPairs[] = {
-    {"01_loss_weight_every_step", "01_loss_weight_every_step_fixed", 4.084, true},
-    {"02_assert_on_gpu_tensor", "02_assert_on_gpu_tensor_fixed", 4.080, true},
-    {"03_python_list_index", "03_python_list_index_fixed", 4.097, true},
-    {"04_loss_module_built_in_step", "04_loss_module_built_in_step_fixed", 4.077, true},
+    {"01_loss_weight_every_step", "01_loss_weight_every_step_fixed", 4.095, true},
+    {"02_assert_on_gpu_tensor", "02_assert_on_gpu_tensor_fixed", 4.088, true},
+    {"03_python_list_index", "03_python_list_index_fixed", 4.110, true},
+    {"04_loss_module_built_in_step", "04_loss_module_built_in_step_fixed", 4.088, true},
     {"05_dataloader_num_workers_0", "05_dataloader_num_workers_0_fixed", 4.067, true},
-    {"06_pageable_batch_copy", "06_pageable_batch_copy_fixed", 4.016, true},
-    {"07_zero_grad_without_set_to_none", "07_zero_grad_without_set_to_none_fixed", 4.108, true},
-    // The loop waits for its loader workers every step; the replay keeps that wait, so faster kernels gain
-    // nothing. In the twin the wait shrinks: the workers were not the bottleneck, which the trace cannot show.
-    {"08_fp32_on_v100", "08_fp32_on_v100_fixed", 18.676, false},
+    {"06_pageable_batch_copy", "06_pageable_batch_copy_fixed", 4.029, true},
+    {"07_zero_grad_without_set_to_none", "07_zero_grad_without_set_to_none_fixed", 4.116, true},
+    // The loop waits for its loader workers while the GPU runs: that wait follows the GPU (docs/WHATIF.md).
+    // The twin's batch-norm kernels also run 2.7x faster on fp16 activations, which the fix's transform
+    // (matrix work only) does not model.
+    {"08_fp32_on_v100", "08_fp32_on_v100_fixed", 8.897, false},
     {"09_blocking_batch_copy", "09_blocking_batch_copy_fixed", 4.191, true},
-    {"10_single_tensor_optimizer", "10_single_tensor_optimizer_fixed", 4.139, true},
+    {"10_single_tensor_optimizer", "10_single_tensor_optimizer_fixed", 4.147, true},
     {"11_conv_bias_before_batchnorm", "11_conv_bias_before_batchnorm_fixed", 4.272, true},
     {"12_empty_cache_every_step", "12_empty_cache_every_step_fixed", 4.199, true},
     {"13_cuda_launch_blocking", "13_cuda_launch_blocking_fixed", 4.081, true},
-    {"14_fp32_matmul_without_tf32", "14_fp32_matmul_without_tf32_fixed", 8.339, false},  // as 08
+    {"14_fp32_matmul_without_tf32", "14_fp32_matmul_without_tf32_fixed", 7.567, true},
     {"15_half_dims_not_multiple_of_8", "15_half_dims_not_multiple_of_8_fixed", 4.089, true},
     // The fix doubles the batch: the step does twice the work, which no step-time prediction describes.
     {"16_small_batch_memory_underused", "16_small_batch_memory_underused_fixed", 1.834, false},
@@ -92,7 +93,7 @@ TEST_CASE("whatif validation: scenario traces predicted against their fixed twin
     CHECK((error <= 0.10) == pair.within_10_pct);
     if (error <= 0.10) ++close;
   }
-  CHECK(close == 16);
+  CHECK(close == 17);
 }
 
 TEST_CASE("whatif validation: resnet50 num_workers 0 -> 4, both shared sets") {

@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <iterator>
+#include <limits>
 #include <optional>
 #include <string>
 #include <unordered_map>
@@ -32,11 +33,17 @@ struct Step {
   // Where the period is measured from: the host start, or — when the GPU sets the pace (its median period
   // is the longer) — the start of the step's first launched GPU op. Ledger windows run from here.
   int64_t period_start_ns = 0;
+  // How the period was taken, so that a replay measures it the same way: where its host side ends when
+  // there is no next step (end_ns, or a lone step's last event when the profiler's stop closed it late),
+  // and whether it is the GPU span alone (a whole-window step: first GPU op to the end of the last).
+  int64_t host_end_ns = std::numeric_limits<int64_t>::min();  // min: not measured, end_ns
+  bool gpu_span_only = false;
   bool warmup = false;   // a leading step dominated by one-off work: excluded from every per-step figure
   bool partial = false;  // the last step, cut short by the end of profiling: excluded likewise
   int64_t span_start() const;  // min(start, gpu_start)
   int64_t span_end() const;    // max(end, gpu_end)
   int64_t duration_ns() const { return span_end() - span_start(); }
+  int64_t period_host_end() const { return host_end_ns != std::numeric_limits<int64_t>::min() ? host_end_ns : end_ns; }
 };
 
 struct Interval {
@@ -104,6 +111,11 @@ struct Analysis {
   StepSource step_source = StepSource::WholeWindow;
   std::string step_note;  // how steps were found, phrased for the user
   std::string warmup_note;  // why the leading steps count as warm-up; empty when none do
+  // False when one-off work (warm-up, graph capture) fills at least half of the steady steps: the window
+  // shows no steady state to measure per-step figures on, and no rule runs
+  // (docs/ANALYSIS.md, "No steady state"). `steady_state_note` says why.
+  bool steady_state = true;
+  std::string steady_state_note;
   std::vector<Step> steps;
   // Per step: the part of its span the ledger covers. Spans of consecutive steps may overlap (the GPU
   // trails the CPU); windows never do, so no idle nanosecond belongs to two steps.
@@ -205,6 +217,7 @@ struct Summary {
   size_t warmup_steps = 0;
   bool last_step_partial = false;
   std::string warmup_note;
+  std::string steady_state_note;  // Analysis::steady_state_note: empty when the steps show a steady state
   double step_period_ms = 0;  // mean iteration period of the steady steps
   double median_step_ms = 0;  // median and p90 of their periods
   double p90_step_ms = 0;

@@ -101,6 +101,7 @@ struct Graph {
   std::vector<uint32_t> first_launched; // per call node: the first GPU op node it launched, else kNone
   std::vector<uint32_t> next_launched;  // per GPU op node: the next GPU op node of the same call, else kNone
   size_t inferred_waits = 0;            // host waits whose drained GPU work was found
+  size_t elastic_loader_waits = 0;      // loader-worker waits that end with the GPU's progress
 };
 
 // The graph of the window's steps (all steps by default, warm-up included, so the steady steps start
