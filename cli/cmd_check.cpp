@@ -16,7 +16,7 @@ void add_check_command(CLI::App& app) {
   auto fail_on = std::make_shared<std::string>();
   auto source_root = std::make_shared<std::string>();
   auto* cmd = app.add_subcommand("check", "Lint traces and report ranked findings with their estimated saving");
-  cmd->add_option("traces", options->traces, "Trace files (.json, .json.gz) or directories of per-rank traces");
+  cmd->add_option("traces", options->traces, "Trace files (.json, .json.gz; - reads stdin, pipes work) or directories of per-rank traces");
   cmd->add_option("--rules", options->rule_directories, "Extra rule directory (repeatable), added to the shipped rules")
       ->allow_extra_args(false);
   cmd->add_option("--kernel-families", options->kernel_family_tables,

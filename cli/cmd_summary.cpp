@@ -79,7 +79,7 @@ void add_summary_command(CLI::App& app) {
       "Describe traces: devices, steps and step time, GPU busy share and breakdown, idle time by cause,\n"
       "kernels per step and the share under 10 us, the critical path of the replayed steps by category\n"
       "(docs/WHATIF.md), top kernels and CPU ops.");
-  cmd->add_option("traces", options->traces, "Trace files (.json, .json.gz) or directories of per-rank traces")
+  cmd->add_option("traces", options->traces, "Trace files (.json, .json.gz; - reads stdin, pipes work) or directories of per-rank traces")
       ->required();
   cmd->add_option("--kernel-families", options->kernel_family_tables,
                   "Kernel family table (repeatable), tried before the shipped one (docs/KERNEL_FAMILIES.md)")

@@ -61,7 +61,9 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   app.footer(
       "Exit codes: 0 clean, 1 findings at or above --fail-on, 2 usage/config/rule/trace input error,\n"
-      "3 capture failure. `ptadvise COMMAND --help` tells more; `ptadvise explain RULE` documents a rule.");
+      "3 capture failure. `ptadvise COMMAND --help` tells more; `ptadvise explain RULE` documents a rule.\n"
+      "Environment: PTADVISE_MEMORY_LIMIT (e.g. 8GiB) replaces the measured memory budget: a trace or inflated\n"
+      ".json.gz beyond it exits 2 (docs/TRACE_LOADING.md); PTADVISE_RULES_DIR, PTADVISE_DATA_DIR (docs/INSTALL.md).");
   add_check_command(app);
   add_summary_command(app);
   add_rules_commands(app);

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cmath>
 #include <cstring>
 #include <cstdlib>
 #include <filesystem>
@@ -371,7 +372,10 @@ int diff(const DiffOptions& options, std::ostream& out, std::ostream& err) {
   if (options.format != "text" && options.format != "json" && options.format != "markdown") {
     throw Failure{"--format: expected text, json or markdown, got '" + options.format + "'"};
   }
-  if (!(options.max_regression_pct >= 0)) throw Failure{"--max-regression: expected a percentage >= 0"};
+  // NaN would never fail the gate, inf never either while printing as 0 in JSON.
+  if (!(options.max_regression_pct >= 0) || !std::isfinite(options.max_regression_pct)) {
+    throw Failure{"--max-regression: expected a finite percentage >= 0"};
+  }
   CheckOptions check;
   check.config_path = options.config_path;
   check.rule_directories = options.rule_directories;

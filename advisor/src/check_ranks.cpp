@@ -3,10 +3,12 @@
 
 #include <algorithm>
 #include <atomic>
+#include <exception>
 #include <filesystem>
 #include <map>
 #include <mutex>
 #include <set>
+#include <system_error>
 #include <thread>
 
 #include "format.h"
@@ -120,24 +122,38 @@ std::vector<RankResult> check_files(const std::vector<std::string>& files, const
     progress.update(done, bytes_done);
   };
   progress.start("checking", files.size() == 1 ? "trace" : "traces", files.size(), total_bytes);
+  // An exception (out of memory) escaping a worker thread would abort the process: it is carried over
+  // and rethrown here, where the command's own handling turns it into one line and exit 2.
+  std::mutex failing;
+  std::exception_ptr failure;
   auto work = [&] {
-    for (size_t i = next++; i < files.size(); i = next++) {
-      LoadOptions load;
-      load.on_bytes_parsed = [&, i](uint64_t parsed, uint64_t size) {
-        if (size > 0) advance(i, static_cast<uint64_t>(static_cast<double>(file_bytes[i]) * parsed / size), false);
-      };
-      results[i] = check_file(files[i], check, load);
-      advance(i, file_bytes[i], true);
+    try {
+      for (size_t i = next++; i < files.size(); i = next++) {
+        LoadOptions load;
+        load.on_bytes_parsed = [&, i](uint64_t parsed, uint64_t size) {
+          if (size > 0) advance(i, static_cast<uint64_t>(static_cast<double>(file_bytes[i]) * parsed / size), false);
+        };
+        results[i] = check_file(files[i], check, load);
+        advance(i, file_bytes[i], true);
+      }
+    } catch (...) {
+      std::lock_guard lock(failing);
+      if (!failure) failure = std::current_exception();
+      next = files.size();  // the other workers stop after their current file
     }
   };
-  if (threads <= 1) {
-    work();
-  } else {
-    std::vector<std::thread> pool;
-    for (unsigned t = 0; t < threads; ++t) pool.emplace_back(work);
-    for (auto& thread : pool) thread.join();
+  std::vector<std::thread> pool;
+  for (unsigned t = 1; t < threads; ++t) {
+    try {
+      pool.emplace_back(work);
+    } catch (const std::system_error&) {
+      break;  // no thread to be had (memory or process limits): fewer workers
+    }
   }
+  work();
+  for (auto& thread : pool) thread.join();
   progress.finish();
+  if (failure) std::rethrow_exception(failure);
   return results;
 }
 

@@ -113,8 +113,8 @@ std::optional<std::string> read_small_file(const std::string& path, std::string&
   }
   if (fstat(fd, &info) == 0 && S_ISREG(info.st_mode) && static_cast<uint64_t>(info.st_size) > max_bytes) {
     close(fd);
-    return "larger than " + format_bytes(max_bytes) + " (" + format_bytes(static_cast<uint64_t>(info.st_size)) +
-           "): not a file of this kind";
+    const std::string limit = format_bytes(max_bytes), size = format_bytes(static_cast<uint64_t>(info.st_size));
+    return "larger than " + limit + (size == limit ? "" : " (" + size + ")") + ": not a file of this kind";
   }
   char chunk[65536];
   while (true) {

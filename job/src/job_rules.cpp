@@ -7,7 +7,6 @@
 #include <charconv>
 #include <cmath>
 #include <filesystem>
-#include <fstream>
 #include <functional>
 #include <set>
 #include <sstream>
@@ -15,6 +14,7 @@
 #include "job_metrics.h"
 #include "ptadvise/job.h"
 #include "ptadvise/rules.h"
+#include "ptadvise/yaml_budget.h"
 
 namespace ptadvise {
 
@@ -344,6 +344,7 @@ void add_rule(JobRuleSetImpl& set, std::string_view yaml, const std::string& fil
     out << file << ':' << error.mark.line + 1 << ':' << error.mark.column + 1 << ": " << error.msg;
     throw Failure{out.str()};
   }
+  if (!yaml_within_budget(root)) throw Failure{file + ": yaml: " + yaml_budget_message()};
   RuleInfo info;
   JobRuleSetImpl::Rule rule;
   Compiler(file, root).compile(info, rule);
@@ -469,29 +470,16 @@ std::variant<JobRuleSet, JobRuleError> load_job_rule_text(std::string_view yaml,
 std::variant<JobRuleSet, JobRuleError> load_job_rules(const std::vector<std::string>& directories) {
   JobRuleSet set;
   for (const auto& directory : directories) {
-    std::error_code ec;
-    if (!fs::is_directory(directory, ec)) return JobRuleError{directory + ": not a rule directory"};
-    std::vector<fs::path> files;
-    for (fs::recursive_directory_iterator it(directory, fs::directory_options::follow_directory_symlink, ec), end;
-         !ec && it != end; it.increment(ec)) {
-      if (it->is_regular_file(ec) && (it->path().extension() == ".yaml" || it->path().extension() == ".yml")) {
-        files.push_back(it->path());
-      }
-    }
-    if (ec) return JobRuleError{directory + ": cannot list rule files: " + ec.message()};
-    std::sort(files.begin(), files.end());
-    for (const auto& path : files) {
-      std::ifstream in(path, std::ios::binary);
-      std::ostringstream content;
-      content << in.rdbuf();
-      if (!in) return JobRuleError{path.string() + ": cannot read the rule file"};
-      if (!is_job_rule(content.str())) continue;
+    auto files = read_rule_files(directory);
+    if (auto* error = std::get_if<RuleError>(&files)) return JobRuleError{error->message};
+    for (const auto& [path, content] : std::get<std::vector<RuleFile>>(files)) {
+      if (!is_job_rule(content)) continue;
       try {
-        add_rule(set.impl(), content.str(), path.string());
+        add_rule(set.impl(), content, path);
       } catch (const Failure& failure) {
         return JobRuleError{failure.message};
       } catch (const YAML::Exception& error) {
-        return JobRuleError{path.string() + ": " + error.msg};
+        return JobRuleError{path + ": " + error.msg};
       }
     }
   }

@@ -1,6 +1,5 @@
 // Loading and validating rule files (docs/RULE_LANGUAGE.md). Every problem becomes one RuleError line
 // naming the file, line, column and key; nothing here ever aborts on bad input.
-#include <sys/stat.h>
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
@@ -14,7 +13,6 @@
 #include <set>
 #include <sstream>
 
-#include "ptadvise/io.h"
 #include "ptadvise/yaml_budget.h"
 #include "quantity.h"
 #include "rule_model.h"
@@ -1174,38 +1172,12 @@ std::variant<RuleSet, RuleError> load_rule_text(std::string_view yaml, const std
 std::variant<RuleSet, RuleError> load_rules(const std::vector<std::string>& directories) {
   RuleSet set;
   for (const auto& directory : directories) {
-    std::error_code ec;
-    if (!fs::is_directory(directory, ec)) return RuleError{directory + ": not a rule directory"};
-    std::vector<fs::path> files;
-    // Symlinked directories are followed, each real directory once: a link to an ancestor would loop.
-    std::set<std::pair<dev_t, ino_t>> seen_directories;
-    auto first_visit = [&seen_directories](const fs::path& path) {
-      struct stat info {};
-      return stat(path.c_str(), &info) != 0 || seen_directories.emplace(info.st_dev, info.st_ino).second;
-    };
-    first_visit(directory);
-    for (fs::recursive_directory_iterator it(directory, fs::directory_options::follow_directory_symlink, ec), end;
-         !ec && it != end; it.increment(ec)) {
-      std::error_code type_error;
-      if (it->is_directory(type_error)) {
-        if (!first_visit(it->path())) it.disable_recursion_pending();
-        continue;
-      }
-      if (it->is_regular_file(type_error) &&
-          (it->path().extension() == ".yaml" || it->path().extension() == ".yml")) {
-        files.push_back(it->path());
-      }
-    }
-    if (ec) return RuleError{directory + ": cannot list rule files: " + ec.message()};
-    std::sort(files.begin(), files.end());
-    for (const auto& path : files) {
-      std::string content;
-      if (auto error = read_small_file(path.string(), content)) {
-        return RuleError{path.string() + ": cannot read the rule file: " + *error};
-      }
+    auto files = read_rule_files(directory);
+    if (auto* error = std::get_if<RuleError>(&files)) return *error;
+    for (const auto& [path, content] : std::get<std::vector<RuleFile>>(files)) {
       if (is_job_rule(content)) continue;  // job scope: loaded by job/
       try {
-        add_rule(set, set.infos_, set.compiled_, content, path.string());
+        add_rule(set, set.infos_, set.compiled_, content, path);
       } catch (const Failure& failure) {
         return RuleError{failure.message};
       }

@@ -55,7 +55,10 @@ std::optional<TransformError> parse_step(const YAML::Node& item, whatif::Transfo
       if (!table) return TransformError{it->second.Mark(), at, "expected tensor_cores or pinned_copy, got '" + value + "'"};
       spec.table = *table;
     } else if (param == "factor" && spec.primitive == whatif::Primitive::Scale) {
-      if (!number || *number < 0) return TransformError{it->second.Mark(), at, "expected a number >= 0, got '" + value + "'"};
+      // Past 1000x a slowed-down op's time could overflow int64 nanoseconds in the replay.
+      if (!number || *number < 0 || *number > 1000) {
+        return TransformError{it->second.Mark(), at, "expected a number from 0 to 1000, got '" + value + "'"};
+      }
       spec.factor = *number;
       has_factor = true;
     } else if ((param == "workers" || param == "prefetch") && spec.primitive == whatif::Primitive::Background) {

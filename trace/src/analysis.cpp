@@ -123,6 +123,25 @@ namespace {
 
 bool is_step_marker(const Timeline& timeline, EventIndex i) { return timeline.name(i).starts_with("ProfilerStep#"); }
 
+// A value of `start` that follows from its parent's (`outside` above the outermost event) through
+// `derive(event, value of its parent)`, memoised in `memo` for `start` and every event up to the first
+// one already known. Each event is derived once, however many of its descendants are asked about:
+// walking the whole nesting for every event is quadratic in its depth (200k nested ops took minutes).
+template <class Value, class Derive>
+Value derive_down(const Events& events, EventIndex start, std::vector<std::optional<Value>>& memo, Value outside,
+                  Derive derive) {
+  if (memo.size() != events.size()) memo.assign(events.size(), std::nullopt);
+  std::vector<EventIndex> path;
+  EventIndex e = start;
+  for (; e != kNone && !memo[e]; e = events.parent[e]) path.push_back(e);
+  Value value = e == kNone ? outside : *memo[e];
+  for (auto it = path.rbegin(); it != path.rend(); ++it) {
+    value = derive(*it, value);
+    memo[*it] = value;
+  }
+  return value;
+}
+
 // The host-side event standing for `i`: GPU ops map to their launch call, else to the CPU op of their
 // External id; host events stand for themselves.
 EventIndex host_side(const Analysis& analysis, EventIndex i) {
@@ -150,9 +169,16 @@ EventIndex Analysis::cpu_op_of(EventIndex i) const {
   const Events& events = timeline->events;
   EventIndex start = host_side(*this, i);
   if (start == kNone) return kNone;
-  for (EventIndex e = start; e != kNone; e = events.parent[e]) {
-    if (events.kind[e] == EventKind::CpuOp && !is_step_marker(*timeline, e)) return e;
+  auto innermost_op = [&](EventIndex e, EventIndex above) {
+    return events.kind[e] == EventKind::CpuOp && !is_step_marker(*timeline, e) ? e : above;
+  };
+  // Usually a few levels up; only deep nestings pay for the memo (the levels passed hold no op).
+  EventIndex enclosing = kNone, above = start;
+  for (int level = 0; above != kNone && enclosing == kNone && level < 64; ++level, above = events.parent[above]) {
+    enclosing = innermost_op(above, kNone);
   }
+  if (enclosing == kNone && above != kNone) enclosing = derive_down(events, above, enclosing_cpu_op, kNone, innermost_op);
+  if (enclosing != kNone) return enclosing;
   // Not nested (another thread, or a trace without nesting): the op that shares its External id.
   if (events.external_id[start] > 0) {
     auto it = cpu_op_by_external_id.find(events.external_id[start]);
@@ -237,32 +263,27 @@ std::optional<SourceLocation> first_user_frame_of_stack(std::string_view stack) 
   return std::nullopt;
 }
 
-}  // namespace
-
-std::optional<SourceLocation> Analysis::user_source(EventIndex i) const {
-  const Events& events = timeline->events;
-  EventIndex start = host_side(*this, i);
-  if (start == kNone) return std::nullopt;
-  EventIndex outermost_python = kNone;
-  for (EventIndex e = start; e != kNone; e = events.parent[e]) {
-    EventKind kind = events.kind[e];
-    if (kind == EventKind::PythonFunction) {
-      if (auto location = user_frame(timeline->name(e))) return location;
-      // A frame recorded as a range by a capture without the Python tracer carries its caller's stack.
-      if (events.args_length[e] > 0) {
-        if (auto stack = timeline->arg_string(e, "Call stack"); stack && !stack->empty()) {
-          if (auto location = first_user_frame_of_stack(*stack)) return location;
-        }
-      }
-      outermost_python = e;
-    } else if ((kind == EventKind::CpuOp || kind == EventKind::UserAnnotation) && events.args_length[e] > 0) {
-      if (auto stack = timeline->arg_string(e, "Call stack"); stack && !stack->empty()) {
-        if (auto location = first_user_frame_of_stack(*stack)) return location;
-      }
-    }
+// The location an event names by itself: a python_function's own frame, else the first user frame of its
+// `Call stack` (a frame recorded as a range by a capture without the Python tracer carries its caller's stack).
+std::optional<SourceLocation> own_source(const Timeline& timeline, EventIndex e) {
+  const Events& events = timeline.events;
+  const EventKind kind = events.kind[e];
+  if (kind == EventKind::PythonFunction) {
+    if (auto location = user_frame(timeline.name(e))) return location;
+  } else if (kind != EventKind::CpuOp && kind != EventKind::UserAnnotation) {
+    return std::nullopt;
   }
-  if (outermost_python == kNone) return std::nullopt;
-  // The nesting ended (frames cut by the trace window): continue through `Python parent id`.
+  if (events.args_length[e] == 0) return std::nullopt;
+  auto stack = timeline.arg_string(e, "Call stack");
+  if (!stack || stack->empty()) return std::nullopt;
+  return first_user_frame_of_stack(*stack);
+}
+
+// The first user frame up the `Python parent id` links from an outermost python_function, or kNone.
+EventIndex user_frame_through_parent_ids(const Analysis& analysis, EventIndex outermost_python) {
+  const Timeline* timeline = analysis.timeline;
+  const Events& events = timeline->events;
+  auto& python_by_id = analysis.python_by_id;
   if (!python_by_id) {
     python_by_id.emplace();
     for (EventIndex e = 0; e < events.size(); ++e) {
@@ -277,9 +298,31 @@ std::optional<SourceLocation> Analysis::user_source(EventIndex i) const {
     auto it = python_by_id->find(*parent_id);
     if (it == python_by_id->end() || it->second == frame) break;
     frame = it->second;
-    if (auto location = user_frame(timeline->name(frame))) return location;
+    if (user_frame(timeline->name(frame))) return frame;
   }
-  return std::nullopt;
+  return kNone;
+}
+
+}  // namespace
+
+std::optional<SourceLocation> Analysis::user_source(EventIndex i) const {
+  const Events& events = timeline->events;
+  EventIndex start = host_side(*this, i);
+  if (start == kNone) return std::nullopt;
+  // The innermost event naming a location wins; the outermost python_function is where `Python parent id`
+  // links go on when none does.
+  const auto [from, python] = derive_down(
+      events, start, source_chain, SourceChain{kNone, kNone}, [&](EventIndex e, SourceChain above) {
+        if (above.outermost_python == kNone && events.kind[e] == EventKind::PythonFunction) above.outermost_python = e;
+        if (own_source(*timeline, e)) above.innermost_source = e;
+        return above;
+      });
+  if (from != kNone) return own_source(*timeline, from);
+  if (python == kNone) return std::nullopt;
+  // The nesting ended (frames cut by the trace window): continue through `Python parent id`.
+  auto [found, inserted] = source_parent_frame.try_emplace(python, kNone);
+  if (inserted) found->second = user_frame_through_parent_ids(*this, python);
+  return found->second == kNone ? std::nullopt : user_frame(timeline->name(found->second));
 }
 
 int64_t Analysis::idle_ns(IdleCause cause) const {

@@ -99,13 +99,16 @@ void sweep_thread(const Timeline& timeline, uint32_t track, int64_t from, int64_
       std::upper_bound(list.begin(), list.end(), from,
                        [&events](int64_t value, EventIndex e) { return value < events.ts_ns[e]; }) -
       list.begin());
-  std::vector<EventIndex> open;
+  // The events open at `from` are the nesting of the innermost one, followed up through `parent` as they
+  // end (never copied: a gap inside 200k nested ops would copy them all); `open` holds those that start
+  // inside the range.
+  EventIndex enclosing = kNone;
   if (next > 0) {
-    EventIndex covering = list[next - 1];
-    while (covering != kNone && events.end_ns(covering) <= from) covering = events.parent[covering];
-    for (EventIndex e = covering; e != kNone; e = events.parent[e]) open.push_back(e);
-    std::reverse(open.begin(), open.end());
+    enclosing = list[next - 1];
+    while (enclosing != kNone && events.end_ns(enclosing) <= from) enclosing = events.parent[enclosing];
   }
+  std::vector<EventIndex> open;
+  auto running = [&]() { return open.empty() ? enclosing : open.back(); };
   int64_t now = from;
   auto emit = [&pieces](int64_t start, int64_t end, EventIndex innermost) {
     if (!pieces.empty() && pieces.back().innermost == innermost && pieces.back().end_ns == start) {
@@ -116,11 +119,14 @@ void sweep_thread(const Timeline& timeline, uint32_t track, int64_t from, int64_
   };
   while (now < to) {
     while (!open.empty() && events.end_ns(open.back()) <= now) open.pop_back();
+    if (open.empty()) {
+      while (enclosing != kNone && events.end_ns(enclosing) <= now) enclosing = events.parent[enclosing];
+    }
     int64_t boundary = to;
     if (next < list.size()) boundary = std::min(boundary, events.ts_ns[list[next]]);
-    if (!open.empty()) boundary = std::min(boundary, events.end_ns(open.back()));
+    if (running() != kNone) boundary = std::min(boundary, events.end_ns(running()));
     if (boundary > now) {
-      emit(now, boundary, open.empty() ? kNone : open.back());
+      emit(now, boundary, running());
       now = boundary;
     }
     while (next < list.size() && events.ts_ns[list[next]] <= now && now < to) {

@@ -11,6 +11,7 @@
 #include <cerrno>
 #include <cstring>
 #include <memory>
+#include <optional>
 
 #include "ptadvise/io.h"
 
@@ -155,6 +156,16 @@ size_t inflate_prefix(const char* compressed, size_t compressed_size, Region& re
   return total;
 }
 
+// Bytes a damaged stream leaves unread at its end without counting as lost: the CRC and size trailer.
+constexpr size_t kTrailerSlack = 8;
+
+// What `unread` compressed bytes would inflate to, at the ratio of the `inflated` bytes `consumed` gave.
+uint64_t unread_estimate(size_t unread, size_t inflated, size_t consumed) {
+  if (consumed == 0 || inflated == 0) return unread;
+  const double estimate = static_cast<double>(unread) * static_cast<double>(inflated) / static_cast<double>(consumed);
+  return estimate >= static_cast<double>(kMaxInputBytes) ? kMaxInputBytes : static_cast<uint64_t>(estimate);
+}
+
 // Inflates every gzip member in turn straight into the final buffer. The uncompressed size is unknown up
 // front (ISIZE is only the last member's size modulo 4 GiB), so the buffer reserves the largest size
 // allowed (address space only) and keeps what was written.
@@ -193,7 +204,16 @@ InputResult inflate_gzip(const char* compressed, size_t compressed_size) {
         result.error = "not gzip data";
         return result;
       }
-      break;  // trailing garbage after the last member: ignore, as gzip(1) warns and ignores it
+      // Bytes after the last member: gzip(1) warns and ignores them. Zero padding (tape blocks) is
+      // harmless; anything else may be a member whose header was damaged, and counts as unread.
+      const char* rest = compressed + in_offset;
+      const size_t unread = compressed_size - in_offset;
+      if (std::any_of(rest, rest + unread, [](char c) { return c != 0; })) {
+        result.unread_bytes = unread_estimate(unread, produced, in_offset);
+        result.warnings.push_back("the " + with_commas(unread) + " bytes after the gzip data at compressed byte " +
+                                  std::to_string(in_offset) + " are not gzip data (a damaged member?); ignored them");
+      }
+      break;
     }
     size_t in_used = 0;
     size_t out_used = 0;
@@ -229,15 +249,21 @@ InputResult inflate_gzip(const char* compressed, size_t compressed_size) {
                        (status == LIBDEFLATE_SHORT_OUTPUT ? " (stream cut short)" : "");
         return result;
       }
-      if (recovered > 0 || in_offset == 0) {
-        result.warnings.push_back("the gzip data is cut short or damaged after compressed byte " +
-                                  std::to_string(in_offset + consumed) + " of " + std::to_string(compressed_size) +
-                                  "; using the " + with_commas(produced + recovered) + " bytes that inflate");
-      } else {
-        result.warnings.push_back("the gzip member at compressed byte " + std::to_string(in_offset) +
-                                  " is damaged; using the " + with_commas(produced) + " bytes before it");
-      }
       produced += recovered;
+      const size_t stop = in_offset + consumed;
+      const size_t unread = compressed_size - stop;
+      if (unread > kTrailerSlack) {
+        // Damaged, not cut: what follows the damage is lost, and counts toward a partial trace.
+        result.unread_bytes = unread_estimate(unread, produced, stop);
+        result.warnings.push_back("the gzip data is damaged at compressed byte " + std::to_string(stop) + " of " +
+                                  std::to_string(compressed_size) + "; using the " + with_commas(produced) +
+                                  " bytes that inflate before it (the rest, about " +
+                                  with_commas(result.unread_bytes) + " bytes inflated, cannot be read)");
+      } else {
+        result.warnings.push_back("the gzip data is cut short or damaged after compressed byte " +
+                                  std::to_string(stop) + " of " + std::to_string(compressed_size) + "; using the " +
+                                  with_commas(produced) + " bytes that inflate");
+      }
       break;
     }
     produced += out_used;
@@ -245,6 +271,20 @@ InputResult inflate_gzip(const char* compressed, size_t compressed_size) {
   }
   result.buffer = region.release(produced);
   return result;
+}
+
+// Whether a stream's first bytes can begin a trace: gzip's magic, or JSON whose first byte past white space
+// (and a UTF-8 byte order mark) opens an object or array. nullopt while too few bytes have come to say.
+// Decided early, a stream that is no trace (/dev/zero, /dev/urandom) is refused at once instead of being
+// read until the memory budget is full.
+std::optional<bool> can_begin_trace(const char* data, size_t size) {
+  if (size >= 1 && static_cast<unsigned char>(data[0]) == 0x1f) {
+    return size >= 2 ? std::optional<bool>(is_gzip(data, size)) : std::nullopt;
+  }
+  size_t pos = size >= 3 && std::memcmp(data, "\xEF\xBB\xBF", 3) == 0 ? 3 : 0;
+  while (pos < size && (data[pos] == ' ' || data[pos] == '\n' || data[pos] == '\r' || data[pos] == '\t')) ++pos;
+  if (pos == size) return std::nullopt;
+  return data[pos] == '{' || data[pos] == '[';
 }
 
 // Reads a pipe, a terminal or stdin to its end, growing the buffer as the bytes come.
@@ -257,6 +297,7 @@ InputResult read_stream(int fd) {
     return result;
   }
   size_t size = 0;
+  bool checked_start = false;
   while (true) {
     if (region.payload_capacity() - size < kStreamChunk) {
       if (size >= budget) {
@@ -277,6 +318,14 @@ InputResult read_stream(int fd) {
     }
     if (got == 0) break;
     size += static_cast<size_t>(got);
+    if (!checked_start) {
+      const auto plausible = can_begin_trace(region.data(), size);
+      if (plausible && !*plausible) {
+        result.error = "the first bytes are neither JSON nor gzip (this does not look like a PyTorch profiler trace)";
+        return result;
+      }
+      checked_start = plausible.has_value();
+    }
   }
   if (is_gzip(region.data(), size)) return inflate_gzip(region.data(), size);
   result.buffer = region.release(size);

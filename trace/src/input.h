@@ -27,6 +27,7 @@ struct InputResult {
   PaddedBuffer buffer;
   std::string error;  // empty on success
   std::vector<std::string> warnings;  // usable bytes with a problem (a cut gzip stream), one line each
+  uint64_t unread_bytes = 0;  // LoadStats::unread_bytes: a gzip stream that could not be inflated past damage
   bool ok() const { return error.empty(); }
 };
 

@@ -77,6 +77,22 @@ inline size_t find_event_start(const char* data, size_t size, size_t pos) {
   return kNotFound;
 }
 
+// The next `"key"` after `pos` that is the first thing on its line and followed by ':' (where a writer
+// puts a top-level key such as "traceEvents"), or kNotFound. Used when a broken value before it (an
+// unescaped quote inverts every later string) hides where the value ends.
+inline size_t find_key_line(const char* data, size_t size, size_t pos, std::string_view key) {
+  const std::string_view text(data, size);
+  for (size_t at = text.find(key, pos); at != std::string_view::npos; at = text.find(key, at + 1)) {
+    if (at == 0 || data[at - 1] != '"' || at + key.size() >= size || data[at + key.size()] != '"') continue;
+    size_t line = at - 1;
+    while (line > pos && (data[line - 1] == ' ' || data[line - 1] == '\t')) --line;
+    if (line == 0 || (data[line - 1] != '\n' && data[line - 1] != '\r')) continue;
+    const size_t colon = skip_space(data, size, at + key.size() + 1);
+    if (colon < size && data[colon] == ':') return at - 1;
+  }
+  return kNotFound;
+}
+
 // Where the event at `start` ends, and where the next one starts. An unescaped quote inside an event (a
 // known profiler quirk) inverts every later string, so its closing brace may never be found; a cut file
 // ends inside its last event the same way. The two differ in whether another event follows: `end` is

@@ -7,8 +7,10 @@
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
-#include <fstream>
 #include <sstream>
+
+#include "ptadvise/io.h"
+#include "ptadvise/yaml_budget.h"
 
 namespace ptadvise {
 
@@ -90,6 +92,7 @@ class TableReader {
     } catch (const YAML::Exception& e) {
       fail_at(e.mark, "yaml", e.msg);
     }
+    if (!yaml_within_budget(root)) fail_at(YAML::Mark::null_mark(), "yaml", yaml_budget_message());
     if (!root.IsMap()) fail(root, "table", "expected a mapping with `rules:`");
     expect_keys(root, "table", {"version", "rules"});
     if (root["version"] && (!root["version"].IsScalar() || root["version"].Scalar() != "1")) {
@@ -242,11 +245,11 @@ std::variant<KernelClassifier, KernelTableError> KernelClassifier::parse(std::st
 }
 
 std::variant<KernelClassifier, KernelTableError> KernelClassifier::load(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return KernelTableError{path + ": cannot read the kernel family table"};
-  std::ostringstream text;
-  text << in.rdbuf();
-  return parse(text.str(), path);
+  std::string text;
+  if (auto error = read_small_file(path, text)) {
+    return KernelTableError{path + ": cannot read the kernel family table: " + *error};
+  }
+  return parse(text, path);
 }
 
 std::variant<KernelClassifier, KernelTableError> KernelClassifier::extended_by(const KernelClassifier& first) const {

@@ -795,6 +795,17 @@ std::optional<std::string> TraceParser::parse_top_level() {
   object_form_ = true;
   ++pos;
   bool first = true;
+  // A broken value before the events (an unescaped quote in a device name inverts every later string) hides
+  // where it ends; reading resumes at the line of the "traceEvents" key, when there is one after it.
+  auto resume_at_events = [this](size_t value, std::string_view key) {
+    const size_t next = detail::find_key_line(data_, size_, value, "traceEvents");
+    if (next != kNotFound) {
+      warn("byte " + std::to_string(value) + ": the value of the top-level key \"" + std::string(key) +
+           "\" is not valid JSON (an unescaped quote?); ignored it up to \"traceEvents\" at byte " +
+           std::to_string(next));
+    }
+    return next;
+  };
   while (true) {
     pos = detail::skip_space(data_, size_, pos);
     if (pos >= size_) {
@@ -838,7 +849,20 @@ std::optional<std::string> TraceParser::parse_top_level() {
                "\" after the events");
           return std::nullopt;
         }
+        if (size_t next = resume_at_events(pos, key); next != kNotFound) {
+          pos = next;
+          first = false;
+          continue;
+        }
         return at(pos) + "file ends inside the value of the top-level key \"" + std::string(key) + "\"";
+      }
+      const size_t after = detail::skip_space(data_, size_, end);
+      if (after < size_ && data_[after] != ',' && data_[after] != '}' && !saw_event_list_) {
+        if (size_t next = resume_at_events(pos, key); next != kNotFound) {
+          pos = next;
+          first = false;
+          continue;
+        }
       }
       if (auto error = parse_top_level_value(key, pos, end)) return error;
       pos = end;
@@ -953,6 +977,7 @@ std::variant<Timeline, LoadError> load_from(detail::InputResult input, const std
     std::vector<std::string> first;
     for (const auto& warning : input.warnings) first.push_back(label + ": " + warning);
     timeline->stats.warnings.insert(timeline->stats.warnings.begin(), first.begin(), first.end());
+    timeline->stats.unread_bytes = input.unread_bytes;
   }
   return result;
 }

@@ -6,16 +6,19 @@ namespace ptadvise {
 
 std::optional<std::string> partial_trace_problem(const Timeline& timeline, double max_lost_share) {
   const LoadStats& stats = timeline.stats;
-  const double byte_share =
-      stats.bytes == 0 ? 0.0 : static_cast<double>(stats.lost_bytes) / static_cast<double>(stats.bytes);
+  // Bytes a damaged .json.gz never inflated count as lost, of a trace that would have been that much larger.
+  const uint64_t lost = stats.lost_bytes + stats.unread_bytes;
+  const uint64_t whole = stats.bytes + stats.unread_bytes;
+  const double byte_share = whole == 0 ? 0.0 : static_cast<double>(lost) / static_cast<double>(whole);
   const double event_share = stats.events_seen == 0 ? 0.0
                                                      : static_cast<double>(stats.malformed_events) /
                                                            static_cast<double>(stats.events_seen);
   if (byte_share <= max_lost_share && event_share <= max_lost_share) return std::nullopt;
   char text[256];
   if (byte_share >= event_share) {
-    std::snprintf(text, sizeof text, "%.1f%% of the trace (%llu of %llu bytes) could not be read", byte_share * 100,
-                  static_cast<unsigned long long>(stats.lost_bytes), static_cast<unsigned long long>(stats.bytes));
+    std::snprintf(text, sizeof text, "%.1f%% of the trace (%s%llu of %llu bytes) could not be read", byte_share * 100,
+                  stats.unread_bytes > 0 ? "about " : "", static_cast<unsigned long long>(lost),
+                  static_cast<unsigned long long>(whole));
   } else {
     std::snprintf(text, sizeof text, "%.1f%% of the events (%llu of %llu) are malformed and were skipped",
                   event_share * 100, static_cast<unsigned long long>(stats.malformed_events),

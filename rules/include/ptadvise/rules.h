@@ -74,6 +74,16 @@ std::variant<RuleSet, RuleError> load_rules(const std::vector<std::string>& dire
 // of a distributed job (docs/RULE_LANGUAGE.md "Job scope"); load_rules() leaves such files out.
 bool is_job_rule(std::string_view yaml);
 
+// One file of a rule directory, read whole.
+struct RuleFile {
+  std::string path;
+  std::string text;
+};
+// Every *.yaml / *.yml below `directory` (recursively, in path order), each read with the bound of
+// kMaxSmallFileBytes. Symlinked directories are followed, each real directory once: a link back to an
+// ancestor cannot make the walk endless. Both rule loaders (per trace and job scope) read through this.
+std::variant<std::vector<RuleFile>, RuleError> read_rule_files(const std::string& directory);
+
 // Validates and compiles one rule file given as text; `file` names it in messages and anchors the
 // relative fixture paths of its `tests:` section. Used by tests and the fuzzer.
 std::variant<RuleSet, RuleError> load_rule_text(std::string_view yaml, const std::string& file);

@@ -171,7 +171,7 @@ TEST_CASE("hardening cli: a trace mostly lost fails the gate unless partial trac
   CHECK(summary.exit_code == 2);
 }
 
-TEST_CASE("hardening cli: out of memory is one line and exit 2") {
+TEST_CASE("hardening cli: out of memory is one line and exit 2, also while ranks are checked in parallel") {
 #if defined(__SANITIZE_ADDRESS__)
   // AddressSanitizer reserves terabytes of address space at start: under `ulimit -v` the sanitized
   // binary cannot start at all, so the limit this test sets says nothing about ptadvise there.
@@ -182,12 +182,27 @@ TEST_CASE("hardening cli: out of memory is one line and exit 2") {
   ptadvise::testing::TraceBuilder trace;
   for (int i = 0; i < 300000; ++i) trace.cpu_op("op" + std::to_string(i), i, 1);
   const std::string path = dir.write("big.json", trace.json());
-  // The budget check is told there is plenty; the address-space limit says otherwise.
-  Run run = cli("summary " + path, "ulimit -v 120000; export PTADVISE_MEMORY_LIMIT=64GiB;");
-  CHECK(run.exit_code == 2);
-  CHECK(run.err.find("ptadvise: error: ") == 0);
-  CHECK(run.err.find("memory") != std::string::npos);
-  CHECK(std::count(run.err.begin(), run.err.end(), '\n') == 1);
+  dir.write("ranks/rank0.json", trace.json());
+  dir.write("ranks/rank1.json", trace.json());
+  // The budget check is told there is plenty; the address-space limit says otherwise. A worker thread's
+  // std::bad_alloc used to reach std::terminate (exit 134).
+  for (const std::string& command : {"summary " + path, "check --threads 2 " + dir.file("ranks")}) {
+    CAPTURE(command);
+    Run run = cli(command, command.starts_with("summary") ? "ulimit -v 120000; export PTADVISE_MEMORY_LIMIT=64GiB;"
+                                                           : "ulimit -v 200000; export PTADVISE_MEMORY_LIMIT=64GiB;");
+    CHECK(run.exit_code == 2);
+    CHECK(run.err.find("ptadvise: error: out of memory") == 0);
+    CHECK(std::count(run.err.begin(), run.err.end(), '\n') == 1);
+  }
+}
+
+TEST_CASE("hardening cli: a regression limit that is not a finite percentage is an error, not a gate that never fails") {
+  for (const char* limit : {"nan", "inf", "-1"}) {
+    CAPTURE(limit);
+    Run run = cli("diff " + kScenario + " " + kScenario + " --max-regression " + limit);
+    CHECK(run.exit_code == 2);
+    CHECK(run.err == "ptadvise: error: --max-regression: expected a finite percentage >= 0\n");
+  }
 }
 
 TEST_CASE("hardening cli: run refuses an output directory it cannot write before starting the program") {

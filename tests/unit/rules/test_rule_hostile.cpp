@@ -11,6 +11,9 @@
 
 #include "../../../rules/src/name_matcher.h"
 #include "ptadvise/advisor.h"
+#include "ptadvise/io.h"
+#include "ptadvise/job.h"
+#include "ptadvise/kernel_class.h"
 #include "ptadvise/rules.h"
 
 namespace {
@@ -44,6 +47,35 @@ std::string rule_error(const std::string& text) {
   return "(no error)";
 }
 
+// {any: [c8]} where c(k) = {all: [c(k-1) x 10]}: 10^8 conditions once aliases are followed.
+std::string condition_bomb(const std::string& condition) {
+  std::string conditions = "&c0 {all: [" + condition + ", " + condition + "]}";
+  for (int k = 1; k <= 8; ++k) {
+    std::string items;
+    for (int i = 0; i < 10; ++i) items += std::string(i ? ", " : "") + "*c" + std::to_string(k - 1);
+    conditions += ", &c" + std::to_string(k) + " {all: [" + items + "]}";
+  }
+  return "{any: [" + conditions + "]}";
+}
+
+// A temporary directory, removed with everything in it.
+struct ScratchDirectory {
+  std::filesystem::path path;
+  explicit ScratchDirectory(const std::string& name)
+      : path(std::filesystem::temp_directory_path() / ("ptadvise_" + name + "_" + std::to_string(getpid()))) {
+    std::filesystem::remove_all(path);
+    std::filesystem::create_directories(path);
+  }
+  ~ScratchDirectory() { std::filesystem::remove_all(path); }
+};
+
+// A job rule of the shipped set, without its fixtures.
+std::string shipped_job_rule() {
+  std::ifstream in(PTADVISE_SOURCE_DIR "/rules.d/job/ddp-broadcast-buffers.yaml");
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  return text.substr(0, text.find("\ntests:") + 1);
+}
+
 // The textbook recursive matcher, as the reference for the linear one.
 bool reference_glob(std::string_view p, std::string_view t) {
   if (p.empty()) return t.empty();
@@ -62,16 +94,23 @@ TEST_CASE("hostile rules: durations that overflow int64 nanoseconds are errors, 
   CHECK(rule_error(rule_with("inf ms")).find("expected a duration with a unit") != std::string::npos);
 }
 
+TEST_CASE("hostile rules: a scale factor that would overflow the replay's nanoseconds is an error") {
+  std::string text = rule_with("1us");
+  text += "transform:\n  apply:\n    - scale: {factor: FACTOR}\n  method: m\n";
+  auto with_factor = [&](const std::string& factor) {
+    std::string rule = text;
+    rule.replace(rule.find("FACTOR"), 6, factor);
+    return rule_error(rule);
+  };
+  CHECK(with_factor("0.5") == "(no error)");
+  CHECK(with_factor("1000") == "(no error)");
+  CHECK(with_factor("1e300").find("expected a number from 0 to 1000, got '1e300'") != std::string::npos);
+  CHECK(with_factor("-1").find("expected a number from 0 to 1000") != std::string::npos);
+}
+
 TEST_CASE("hostile rules: a YAML alias bomb is refused, not expanded") {
-  // when: {any: [c8]} where c(k) = {all: [c(k-1) x 10]}: 10^8 conditions once aliases are followed.
-  std::string conditions = "&c0 {all: [count >= 1, count >= 1]}";
-  for (int k = 1; k <= 8; ++k) {
-    std::string items;
-    for (int i = 0; i < 10; ++i) items += std::string(i ? ", " : "") + "*c" + std::to_string(k - 1);
-    conditions += ", &c" + std::to_string(k) + " {all: [" + items + "]}";
-  }
   std::string text = kRule;
-  text.replace(text.find("when: count >= min_count"), 24, "when: {any: [" + conditions + "]}");
+  text.replace(text.find("when: count >= min_count"), 24, "when: " + condition_bomb("count >= 1"));
   text.replace(text.find("MIN_DUR"), 7, "1us");
   CHECK(rule_error(text).find("r.yaml: yaml: the document expands to more than 1,000,000 nodes") == 0);
 
@@ -109,18 +148,67 @@ TEST_CASE("hostile files: /dev/zero as config or baseline ends with an error, no
   CHECK(std::get<ptadvise::ConfigError>(baseline).message.find("larger than 16 MiB") != std::string::npos);
 }
 
-TEST_CASE("hostile rules: rule directories with looping symlinks are walked once") {
+TEST_CASE("hostile rules: rule directories with looping symlinks are walked once, by both rule loaders") {
   namespace fs = std::filesystem;
-  fs::path root = fs::temp_directory_path() / ("ptadvise_loop_rules_" + std::to_string(getpid()));
-  fs::remove_all(root);
+  ScratchDirectory scratch("loop_rules");
+  const fs::path& root = scratch.path;
   fs::create_directories(root / "a" / "b");
   std::ofstream(root / "a" / "r.yaml") << rule_with("1us");
+  std::ofstream(root / "a" / "b" / "job.yaml") << shipped_job_rule();
   fs::create_directory_symlink(root, root / "a" / "b" / "up");       // back to the top
   fs::create_directory_symlink(root / "a", root / "a" / "b" / "again");  // and to a sibling branch
   auto loaded = ptadvise::load_rules({root.string()});
-  fs::remove_all(root);
   REQUIRE(std::holds_alternative<ptadvise::RuleSet>(loaded));
   CHECK(std::get<ptadvise::RuleSet>(loaded).infos().size() == 1);
+  // `check` loads the job rules of the same directories first (2^40 paths through the two links).
+  auto job_rules = ptadvise::load_job_rules({root.string()});
+  REQUIRE(std::holds_alternative<ptadvise::JobRuleSet>(job_rules));
+  CHECK(std::get<ptadvise::JobRuleSet>(job_rules).infos().size() == 1);
+}
+
+TEST_CASE("hostile rules: job rule files are read with a bound and alias bombs in them are refused") {
+  ScratchDirectory scratch("job_rules");
+  std::string text = shipped_job_rule();
+  const size_t when = text.find("when:");
+  const size_t message = text.find("message:");
+  REQUIRE(when < message);
+  text.replace(when, message - when, "when: " + condition_bomb("broadcast_transfer_pct >= 1") + "\n\n");
+  std::ofstream(scratch.path / "bomb.yaml") << text;
+  auto bomb = ptadvise::load_job_rules({scratch.path.string()});
+  REQUIRE(std::holds_alternative<ptadvise::JobRuleError>(bomb));
+  CHECK(std::get<ptadvise::JobRuleError>(bomb).message.find((scratch.path / "bomb.yaml").string() +
+                                                            ": yaml: the document expands to more than 1,000,000 nodes") == 0);
+
+  std::filesystem::remove(scratch.path / "bomb.yaml");
+  std::filesystem::create_symlink("/dev/zero", scratch.path / "zero.yaml");  // not a regular file: skipped
+  std::ofstream(scratch.path / "big.yaml") << "scope: job\n" << std::string(ptadvise::kMaxSmallFileBytes, '#');
+  auto big = ptadvise::load_job_rules({scratch.path.string()});
+  REQUIRE(std::holds_alternative<ptadvise::JobRuleError>(big));
+  CHECK(std::get<ptadvise::JobRuleError>(big).message ==
+        (scratch.path / "big.yaml").string() + ":"
+        " cannot read the rule file: larger than 16 MiB: not a file of this kind");
+}
+
+TEST_CASE("hostile files: kernel family tables and digests are read with a bound; alias bombs in tables refused") {
+  auto zero_table = ptadvise::KernelClassifier::load("/dev/zero");
+  REQUIRE(std::holds_alternative<ptadvise::KernelTableError>(zero_table));
+  CHECK(std::get<ptadvise::KernelTableError>(zero_table).message ==
+        "/dev/zero: cannot read the kernel family table: larger than 16 MiB: not a file of this kind");
+  std::string table = "version: 1\nrules:\n  - &r0 {family: gemm, names: [\"*gemm*\"]}\n";
+  for (int k = 1; k <= 8; ++k) {
+    table += "  - &r" + std::to_string(k) + " [";
+    for (int i = 0; i < 10; ++i) table += std::string(i ? ", " : "") + "*r" + std::to_string(k - 1);
+    table += "]\n";
+  }
+  auto bomb = ptadvise::KernelClassifier::parse(table, "families.yaml");
+  REQUIRE(std::holds_alternative<ptadvise::KernelTableError>(bomb));
+  CHECK(std::get<ptadvise::KernelTableError>(bomb).message.find(
+            "families.yaml: yaml: the document expands to more than 1,000,000 nodes") == 0);
+
+  auto digest = ptadvise::read_digest("/dev/zero");
+  REQUIRE(std::holds_alternative<ptadvise::DigestError>(digest));
+  CHECK(std::get<ptadvise::DigestError>(digest).message ==
+        "/dev/zero: cannot read the digest: larger than 256 MiB: not a file of this kind");
 }
 
 TEST_CASE("hostile globs: the linear matcher agrees with the textbook definition") {

@@ -76,6 +76,26 @@ TEST_CASE("hostile: one odd unescaped quote early in a trace costs one event, no
   }
 }
 
+TEST_CASE("hostile: an odd unescaped quote in the metadata before the events costs that metadata, not the trace") {
+  for (const char* value : {"[{\"id\": 0, \"name\": \"Tesla \"V100\", \"computeMajor\": 7}]",  // odd count
+                            "\"a \"quoted\" name\""}) {                                                  // even count
+    CAPTURE(value);
+    TraceBuilder trace;
+    trace.top_level("someMetadata", value);
+    for (int i = 0; i < 50; ++i) trace.cpu_op("op" + std::to_string(i), 10 * i, 5);
+    const std::string text = trace.json();
+    Timeline timeline = load_ok(text);
+    CHECK(timeline.events.size() == 50);
+    REQUIRE_FALSE(timeline.stats.warnings.empty());
+    CHECK(timeline.stats.warnings[0] ==
+          "trace.json: byte " + std::to_string(text.find(value)) +
+              ": the value of the top-level key \"someMetadata\" is not valid JSON (an unescaped quote?); ignored it "
+              "up to \"traceEvents\" at byte " +
+              std::to_string(text.find("\"traceEvents\"")));
+    CHECK_FALSE(ptadvise::partial_trace_problem(timeline));
+  }
+}
+
 TEST_CASE("hostile: odd quotes in several events, and in the first event") {
   TraceBuilder trace;
   for (int i = 0; i < 100; ++i) {
@@ -153,6 +173,41 @@ TEST_CASE("hostile: a .json.gz cut short keeps what inflates, with the cut-file 
   CHECK(two.events.size() > 1000);
 }
 
+TEST_CASE("hostile: a .json.gz damaged part way is partial: what follows the damage counts as unread") {
+  const std::string text = ops_trace(5000, 100000, "");
+  const size_t fifth = text.size() / 5;
+  const std::string first = gzip(text.substr(0, fifth));
+  std::string second = gzip(text.substr(fifth));
+  // The second member's first deflate block (right after its 10-byte header) gets the reserved block type.
+  std::string damaged = second;
+  damaged[10] = 0x06;
+  Timeline timeline = load_ok(first + damaged);
+  CHECK(timeline.events.size() < 1100);
+  REQUIRE_FALSE(timeline.stats.warnings.empty());
+  CAPTURE(timeline.stats.warnings[0]);
+  CHECK(timeline.stats.warnings[0].find("trace.json: the gzip data is damaged at compressed byte " +
+                                        std::to_string(first.size() + 11) + " of " +
+                                        std::to_string(first.size() + second.size()) + "; using the ") == 0);
+  CHECK(timeline.stats.unread_bytes > 2 * fifth);
+  REQUIRE(ptadvise::partial_trace_problem(timeline));
+  CHECK(ptadvise::partial_trace_problem(timeline)->find("of the trace (about ") != std::string::npos);
+
+  // A member whose header is damaged reads as trailing garbage: unread as well.
+  damaged = second;
+  damaged[0] = 0;
+  Timeline headless = load_ok(first + damaged);
+  REQUIRE_FALSE(headless.stats.warnings.empty());
+  CHECK(headless.stats.warnings[0].find("bytes after the gzip data at compressed byte " + std::to_string(first.size()) +
+                                        " are not gzip data (a damaged member?)") != std::string::npos);
+  CHECK(ptadvise::partial_trace_problem(headless));
+
+  // Zero padding after the last member (tape blocks) is no loss.
+  Timeline padded = load_ok(gzip(text) + std::string(4096, '\0'));
+  CHECK(padded.events.size() == 5000);
+  CHECK(padded.stats.warnings.empty());
+  CHECK_FALSE(ptadvise::partial_trace_problem(padded));
+}
+
 TEST_CASE("hostile: baseTimeNanoseconds near the int64 limit never overflows absolute times") {
   TraceBuilder trace(ptadvise::testing::Era::RelativeFloatUs);
   trace.base_time_ns(INT64_MAX - 1000);
@@ -219,6 +274,15 @@ TEST_CASE("hostile: traces from a pipe and from stdin") {
     REQUIRE(std::holds_alternative<Timeline>(result));
     CHECK(std::get<Timeline>(result).events.size() == 300);
   }
+  // A stream that is no trace is refused from its first bytes, not read until the memory budget is full.
+  for (const char* device : {"/dev/zero", "/dev/urandom"}) {
+    ScopedEnv limit("PTADVISE_MEMORY_LIMIT", "64MiB");
+    auto result = ptadvise::load_trace_file(device);
+    REQUIRE(std::holds_alternative<LoadError>(result));
+    CHECK(std::get<LoadError>(result).message ==
+          std::string(device) +
+              ": the first bytes are neither JSON nor gzip (this does not look like a PyTorch profiler trace)");
+  }
   // "-" is stdin.
   const std::string path = temp_path("stdin.json");
   write_file(path, text);
@@ -275,6 +339,50 @@ TEST_CASE("hostile: 200,000 nested CPU ops around an idle GPU are analysed in li
   for (const auto& gap : analysis.idle) idle += gap.duration_ns();
   CHECK(idle > 0);
   CHECK(timeline.events.parent[timeline.events.size() - 3] != ptadvise::kNone);
+}
+
+TEST_CASE("hostile: 200,000 nested CPU ops: the source and the CPU op of every event in linear time") {
+  // Asked for every event, the way rules group their sites: each question walked the whole nesting
+  // (4e10 steps here).
+  const int depth = 200000;
+  TraceBuilder trace;
+  trace.python_frame("train.py(12): step", 0, 3.0 * depth + 1000, 1, -1);
+  for (int i = 0; i < depth; ++i) trace.cpu_op("op" + std::to_string(i), 10 + i, 2.0 * depth - 2 * i + 500);
+  trace.launch("late", 10 + depth + 100, 1, 10 + depth + 110, 1);
+  Timeline timeline = trace.load();
+  ptadvise::Analysis analysis = ptadvise::analyze(timeline);
+  size_t in_train_py = 0, with_op = 0;
+  ptadvise::EventIndex kernel = ptadvise::kNone, innermost = ptadvise::kNone;
+  for (ptadvise::EventIndex e = 0; e < timeline.events.size(); ++e) {
+    auto source = analysis.user_source(e);
+    in_train_py += source && source->file == "train.py" && source->line == 12 ? 1 : 0;
+    with_op += analysis.cpu_op_of(e) != ptadvise::kNone ? 1 : 0;
+    if (timeline.events.kind[e] == ptadvise::EventKind::Kernel) kernel = e;
+    if (timeline.name(e) == "op" + std::to_string(depth - 1)) innermost = e;
+  }
+  CHECK(timeline.events.size() == depth + 3);
+  CHECK(in_train_py == depth + 3);
+  CHECK(with_op == depth + 2);  // all but the python frame
+  REQUIRE(kernel != ptadvise::kNone);
+  CHECK(analysis.cpu_op_of(kernel) == innermost);
+}
+
+TEST_CASE("hostile: 200,000 nested CPU ops each launching a kernel: the idle ledger in linear time") {
+  // Every gap between two kernels lies inside the whole nesting; each gap copied the open chain.
+  const int depth = 200000;
+  TraceBuilder trace;
+  trace.annotation("ProfilerStep#1", 0, 10.0 * depth + 1000);
+  for (int i = 0; i < depth; ++i) {
+    const double ts = 10 + 5.0 * i;
+    trace.cpu_op("op" + std::to_string(i % 7), ts, 10.0 * depth - 10 * i + 500);
+    trace.launch("k", ts + 1, 1, ts + 3, 2);
+  }
+  Timeline timeline = trace.load();
+  ptadvise::Analysis analysis = ptadvise::analyze(timeline);
+  int64_t idle = 0;
+  for (const auto& gap : analysis.idle) idle += gap.duration_ns();
+  // The step's window less its kernels.
+  CHECK(idle == (int64_t{10000} * depth + 1'000'000) - int64_t{2000} * depth);
 }
 
 TEST_CASE("hostile: garbage lines full of unclosed braces are skipped in linear time") {

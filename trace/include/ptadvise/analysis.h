@@ -156,6 +156,18 @@ struct Analysis {
 
   // `Python id` -> python_function event, built on first use by user_source().
   mutable std::optional<std::unordered_map<int64_t, EventIndex>> python_by_id;
+  // Filled as asked, per event (memos: every nesting is walked once, not once per event in it).
+  // cpu_op_of(): the innermost enclosing CPU op, or kNone.
+  mutable std::vector<std::optional<EventIndex>> enclosing_cpu_op;
+  // user_source(): the innermost event of the nesting whose own frame or `Call stack` names a location,
+  // and the outermost python_function; then per such function the user frame its `Python parent id`
+  // links lead to.
+  struct SourceChain {
+    EventIndex innermost_source;
+    EventIndex outermost_python;
+  };
+  mutable std::vector<std::optional<SourceChain>> source_chain;
+  mutable std::unordered_map<EventIndex, EventIndex> source_parent_frame;
 };
 
 // Parses one Python frame "path/file.py(42): function"; nullopt when the text has no such shape.

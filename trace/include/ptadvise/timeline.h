@@ -120,6 +120,9 @@ struct LoadStats {
   uint64_t truncated_bytes = 0;     // bytes after the last complete event of a cut file
   uint64_t recovered_errors = 0;    // JSON syntax errors skipped by resynchronising at the next event
   uint64_t lost_bytes = 0;          // bytes of the event list skipped because of syntax errors
+  // A .json.gz damaged part way (not cut short): what the compressed bytes after the damage would have
+  // inflated to, estimated at the ratio of the part that inflated. Not in `bytes`.
+  uint64_t unread_bytes = 0;
   std::vector<std::string> warnings;  // one line each, already phrased for the user
 };
 
