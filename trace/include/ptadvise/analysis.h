@@ -245,7 +245,8 @@ Summary summarize(const Analysis& analysis, size_t top_n = 10);
 // What the idle ledger could not charge to the traced program, when it is a large share of the step
 // (5% or more): GPU idle with no host event (untraced), while graphs were recorded (graph-capture), while
 // the GPU held queued work back (external-wait) or during one-off work (warm-up). One sentence each, for the trace's notes: no finding
-// claims this time, so a clean result says where it went.
+// claims this time, so a clean result says where it went. First, when the window has no steady step
+// (Analysis::steady_state), the note that says so and that no rule ran.
 std::vector<std::string> unexplained_idle_notes(const Summary& summary);
 
 }  // namespace ptadvise
