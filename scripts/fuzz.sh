@@ -18,22 +18,32 @@ cmake --build "$build_dir" -j "$(nproc)" --target ptadvise_fuzzers
 limit=(-max_total_time="$seconds")
 [[ -n "${FUZZ_RUNS:-}" ]] && limit=(-runs="$FUZZ_RUNS")
 status=0
+artifacts=${FUZZ_ARTIFACTS:-$root/fuzz-artifacts}
+mkdir -p "$artifacts"
 for harness in "$build_dir"/tests/fuzz/fuzz_*; do
   [[ -x "$harness" ]] || continue
   name=$(basename "$harness")
   corpus=$(mktemp -d)
+  rm -f "$artifacts/$name"-*
   seeds=$root/tests/fuzz/seeds/${name#fuzz_}
   echo "-- $name (${FUZZ_RUNS:+$FUZZ_RUNS runs}${FUZZ_RUNS:-${seconds}s})"
   set +e
   "$harness" "${limit[@]}" -max_len=65536 -timeout=10 -rss_limit_mb=4096 -error_exitcode=86 \
-    -timeout_exitcode=86 -print_final_stats=1 "$corpus" ${seeds:+$( [[ -d $seeds ]] && echo "$seeds")} \
+    -timeout_exitcode=86 -print_final_stats=1 -artifact_prefix="$artifacts/$name-" "$corpus" ${seeds:+$( [[ -d $seeds ]] && echo "$seeds")} \
     >"$corpus.log" 2>&1
   code=$?
   set -e
   grep -E "^(stat::number_of_executed_units|stat::peak_rss_mb|==[0-9]+==ERROR|SUMMARY)" "$corpus.log" || true
   tail -n 2 "$corpus.log"
   if [[ $code -ne 0 ]]; then
-    echo "!! $name failed (exit $code); reproducer: crash-* / leak-* / timeout-* in $(pwd)"
+    # The CI machine keeps nothing: print the report (sanitizer text, stack) and the input itself.
+    echo "!! $name failed (exit $code); report:"
+    grep -E -A60 "^(==[0-9]+==|.*runtime error:|.*deadly signal|.*ALARM:|.*out-of-memory)" "$corpus.log" | head -n 120 || true
+    for artifact in "$artifacts/$name"-*; do
+      [[ -f $artifact ]] || continue
+      echo "!! reproducer $artifact ($(stat -c %s "$artifact") bytes), base64:"
+      head -c 65536 "$artifact" | base64 -w 120
+    done
     status=86
   fi
   rm -rf "$corpus" "$corpus.log"
