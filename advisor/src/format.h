@@ -137,9 +137,11 @@ inline std::string source_text(const Finding& finding) {
 // A trace timestamp in µs as the file writes it: "1700000000123" or "88511388.202" (ns kept, trailing
 // zeros dropped), so that it can be searched for in a viewer and lines up with the file's events.
 inline std::string ts_us_text(int64_t ns) {
-  if (ns < 0) return "-" + ts_us_text(-ns);  // before the file's zero: the sign on the whole value
-  if (ns % 1000 == 0) return std::to_string(ns / 1000);
-  std::string text = fmt::format("{}.{:03}", ns / 1000, ns % 1000);
+  // Before the file's zero the sign goes on the whole value; the magnitude is unsigned (INT64_MIN).
+  const uint64_t magnitude = ns < 0 ? 0 - static_cast<uint64_t>(ns) : static_cast<uint64_t>(ns);
+  const std::string sign = ns < 0 ? "-" : "";
+  if (magnitude % 1000 == 0) return sign + std::to_string(magnitude / 1000);
+  std::string text = sign + fmt::format("{}.{:03}", magnitude / 1000, magnitude % 1000);
   while (text.back() == '0') text.pop_back();
   return text;
 }

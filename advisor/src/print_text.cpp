@@ -63,7 +63,7 @@ void print_trace_header(const TraceReport& trace, std::ostream& out, const Palet
             fixed(trace.summary->communication_pct, 1) + "%, copies " + fixed(trace.summary->copy_pct, 1) + "%";
   }
   wrapped(out, "  ", 2, busy, width, 4);
-  wrapped(out, "  ", 2, "coverage: " + format::coverage_line(trace), width, 4);
+  wrapped(out, "  ", 2, "coverage: " + format::visible(format::coverage_line(trace)), width, 4);
   wrapped(out, "  ", 2,
           "recoverable: ~" + format::short_number(trace.recoverable_ms) + " ms/step (" +
               pct_of_step(trace.recoverable_ms, trace.step_ms) + ") from " + std::to_string(trace.findings.size()) +

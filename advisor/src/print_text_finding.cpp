@@ -98,12 +98,13 @@ void print_finding_default(const Finding& f, std::ostream& out, const Palette& p
   // 1: what and what it saves; the rule's name goes first when the line is too narrow for it.
   const std::string rank = "#" + std::to_string(f.rank);
   const std::string severity(to_string(f.severity));
-  const std::string id = "[" + f.rule_id + "]";
+  const std::string id = "[" + visible(f.rule_id) + "]";  // a merged digest's ids and names are untrusted
+  const std::string name = visible(f.rule_name);
   const std::string saving = saving_text(f);
   const std::string prefix = p.bold(rank) + " " + p.severity(f.severity) + p.bold(id);
   const size_t prefix_columns = rank.size() + 1 + severity.size() + id.size();
-  if (prefix_columns + 1 + columns(f.rule_name) + 2 + columns(saving) <= width) {
-    out << prefix << " " << f.rule_name << ": " << saving << "\n";
+  if (prefix_columns + 1 + columns(name) + 2 + columns(saving) <= width) {
+    out << prefix << " " << name << ": " << saving << "\n";
   } else {
     wrapped(out, prefix + ": ", prefix_columns + 2, saving, width, kMessageIndent);
   }

@@ -2,7 +2,10 @@
 // malformed files are refused with one line naming the file and what was wrong.
 #include <nlohmann/json.hpp>
 
+#include <cstdint>
+#include <limits>
 #include <ostream>
+#include <string>
 
 #include "ptadvise/io.h"
 #include "ptadvise/job.h"
@@ -22,6 +25,36 @@ constexpr const char* kSchemaVersion = "1.1";
 struct Invalid {
   std::string message;
 };
+
+// An integer field that fits T. nlohmann's get<T>() converts a double or an out-of-range integer without
+// a check (undefined behaviour for 1e300), so a hostile digest could plant INT64_MIN or garbage.
+template <class T>
+T whole_value(const json& value, const std::string& name) {
+  if (value.is_number_unsigned()) {
+    const uint64_t v = value.get<uint64_t>();
+    if (v <= static_cast<uint64_t>(std::numeric_limits<T>::max())) return static_cast<T>(v);
+  } else if (value.is_number_integer()) {
+    const int64_t v = value.get<int64_t>();
+    // INT64_MIN is refused too: no field holds it, and negating it overflows.
+    if (v > std::numeric_limits<int64_t>::min() && v >= static_cast<int64_t>(std::numeric_limits<T>::min()) &&
+        (v < 0 || static_cast<uint64_t>(v) <= static_cast<uint64_t>(std::numeric_limits<T>::max()))) {
+      return static_cast<T>(v);
+    }
+  } else {
+    throw Invalid{"not a complete rank digest: \"" + name + "\" must be an integer, not " + value.type_name()};
+  }
+  throw Invalid{"a damaged rank digest: \"" + name + "\" is " + value.dump() + ", out of range"};
+}
+
+template <class T>
+T whole(const json& parent, const char* key) {
+  return whole_value<T>(parent.at(key), key);
+}
+
+template <class T>
+T whole(const json& row, size_t column) {
+  return whole_value<T>(row.at(column), "column " + std::to_string(column + 1));
+}
 
 CollectiveType type_from_string(const std::string& text) {
   for (auto type : {CollectiveType::AllReduce, CollectiveType::AllGather, CollectiveType::ReduceScatter,
@@ -87,7 +120,7 @@ Finding finding_from(const json& j) {
   f.site.detail = site.at("detail").get<std::string>();
   if (site.contains("source")) {
     const json& source = site.at("source");
-    f.site.source = SourceLocation{source.at("file").get<std::string>(), source.at("line").get<int>(),
+    f.site.source = SourceLocation{source.at("file").get<std::string>(), whole<int>(source, "line"),
                                    source.at("function").get<std::string>()};
   }
   f.message = j.at("message").get<std::string>();
@@ -96,12 +129,12 @@ Finding finding_from(const json& j) {
   f.short_fix = j.value("short_fix", std::string());
   for (const auto& e : j.at("evidence")) {
     Evidence evidence;
-    const int64_t step = e.at("step").get<int64_t>();
+    const int64_t step = whole<int64_t>(e, "step");
     evidence.step = step < 0 ? kNone : static_cast<uint32_t>(step);
-    evidence.step_number = e.at("step_number").get<int64_t>();
-    evidence.ts_ns = e.at("ts_ns").get<int64_t>();
-    evidence.file_ts_ns = e.at("file_ts_ns").get<int64_t>();
-    evidence.dur_ns = e.at("dur_ns").get<int64_t>();
+    evidence.step_number = whole<int64_t>(e, "step_number");
+    evidence.ts_ns = whole<int64_t>(e, "ts_ns");
+    evidence.file_ts_ns = whole<int64_t>(e, "file_ts_ns");
+    evidence.dur_ns = whole<int64_t>(e, "dur_ns");
     evidence.event = e.at("event").get<std::string>();
     evidence.track = e.at("track").get<std::string>();
     f.evidence.push_back(std::move(evidence));
@@ -117,7 +150,7 @@ Finding finding_from(const json& j) {
   const std::string confidence = j.at("confidence").get<std::string>();
   f.confidence = confidence == "low" ? Confidence::Low : confidence == "high" ? Confidence::High : Confidence::Medium;
   f.trace_path = j.at("trace_path").get<std::string>();
-  if (j.contains("trace_rank")) f.trace_rank = j.at("trace_rank").get<int>();
+  if (j.contains("trace_rank")) f.trace_rank = whole<int>(j, "trace_rank");
   f.ranks = j.at("ranks").get<std::vector<int>>();
   return f;
 }
@@ -199,33 +232,33 @@ std::variant<RankDigest, DigestError> parse_digest(std::string_view text, const 
     if (!doc.is_object() || doc.value("format", std::string()) != kFormat) {
       throw Invalid{"not a ptadvise rank digest (no \"format\": \"" + std::string(kFormat) + "\")"};
     }
-    const int version = doc.at("version").get<int>();
+    const int version = whole<int>(doc, "version");
     if (version != kVersion) {
       throw Invalid{"digest version " + std::to_string(version) + "; this ptadvise reads version " +
                     std::to_string(kVersion) + " (write the digests with the same ptadvise)"};
     }
     RankDigest d;
     d.path = doc.at("path").get<std::string>();
-    if (!doc.at("rank").is_null()) d.rank = doc.at("rank").get<int>();
+    if (!doc.at("rank").is_null()) d.rank = whole<int>(doc, "rank");
     d.rank_from_trace = doc.at("rank_from_trace").get<bool>();
-    d.world_size = doc.at("world_size").get<int>();
+    d.world_size = whole<int>(doc, "world_size");
     d.backend = doc.at("backend").get<std::string>();
     d.device = doc.at("device").get<std::string>();
     d.has_gpu = doc.at("has_gpu").get<bool>();
-    d.step_count = doc.at("step_count").get<size_t>();
+    d.step_count = whole<size_t>(doc, "step_count");
     d.step_note = doc.at("step_note").get<std::string>();
     d.gpu_busy_pct = doc.at("gpu_busy_pct").get<double>();
     d.warnings = doc.at("warnings").get<std::vector<std::string>>();
     const json& coverage = doc.at("coverage");
-    d.coverage.ran = coverage.at("ran").get<size_t>();
-    d.coverage.no_gpu = coverage.at("no_gpu").get<size_t>();
-    d.coverage.no_stacks = coverage.at("no_stacks").get<size_t>();
-    d.coverage.no_device_properties = coverage.at("no_device_properties").get<size_t>();
-    d.coverage.no_steady_state = coverage.value("no_steady_state", size_t{0});  // absent before format 1.1
+    d.coverage.ran = whole<size_t>(coverage, "ran");
+    d.coverage.no_gpu = whole<size_t>(coverage, "no_gpu");
+    d.coverage.no_stacks = whole<size_t>(coverage, "no_stacks");
+    d.coverage.no_device_properties = whole<size_t>(coverage, "no_device_properties");
+    d.coverage.no_steady_state = coverage.contains("no_steady_state") ? whole<size_t>(coverage, "no_steady_state") : 0;  // absent before format 1.1
     for (const auto& item : coverage.at("not_run")) {
       d.coverage.not_run.emplace_back(item.at(0).get<std::string>(), item.at(1).get<std::string>());
     }
-    d.steady_steps = doc.at("steady_steps").get<size_t>();
+    d.steady_steps = whole<size_t>(doc, "steady_steps");
     d.step_ms = doc.at("step_ms").get<double>();
     d.compute_ms = doc.at("compute_ms").get<double>();
     d.communication_ms = doc.at("communication_ms").get<double>();
@@ -244,7 +277,7 @@ std::variant<RankDigest, DigestError> parse_digest(std::string_view text, const 
       s.bytes_per_step = t.at("bytes_per_step").get<double>();
       s.algbw_gbps = t.at("algbw_gbps").get<double>();
       s.busbw_gbps = t.at("busbw_gbps").get<double>();
-      s.group_size = t.at("group_size").get<int32_t>();
+      s.group_size = whole<int32_t>(t, "group_size");
       d.by_type.push_back(s);
     }
     for (const auto& row : doc.at("collectives")) {
@@ -252,19 +285,19 @@ std::variant<RankDigest, DigestError> parse_digest(std::string_view text, const 
       CollectiveCall c;
       c.type = type_from_string(row.at(0).get<std::string>());
       c.group = row.at(1).get<std::string>();
-      c.seq = row.at(2).get<int64_t>();
-      c.step = row.at(3).get<int64_t>();
-      c.order = row.at(4).get<uint32_t>();
-      c.start_ns = row.at(5).get<int64_t>();
-      c.end_ns = row.at(6).get<int64_t>();
-      c.bytes = row.at(7).get<int64_t>();
-      c.group_size = row.at(8).get<int32_t>();
+      c.seq = whole<int64_t>(row, size_t{2});
+      c.step = whole<int64_t>(row, size_t{3});
+      c.order = whole<uint32_t>(row, size_t{4});
+      c.start_ns = whole<int64_t>(row, size_t{5});
+      c.end_ns = whole<int64_t>(row, size_t{6});
+      c.bytes = whole<int64_t>(row, size_t{7});
+      c.group_size = whole<int32_t>(row, size_t{8});
       c.on_device = row.at(9).get<bool>();
-      c.before_ns = row.at(10).get<int64_t>();
-      c.before_compute_ns = row.at(11).get<int64_t>();
-      c.before_data_loader_ns = row.at(12).get<int64_t>();
-      c.before_copy_ns = row.at(13).get<int64_t>();
-      c.before_host_ns = row.at(14).get<int64_t>();
+      c.before_ns = whole<int64_t>(row, size_t{10});
+      c.before_compute_ns = whole<int64_t>(row, size_t{11});
+      c.before_data_loader_ns = whole<int64_t>(row, size_t{12});
+      c.before_copy_ns = whole<int64_t>(row, size_t{13});
+      c.before_host_ns = whole<int64_t>(row, size_t{14});
       d.collectives.push_back(std::move(c));
     }
     for (const auto& f : doc.at("findings")) d.findings.push_back(finding_from(f));

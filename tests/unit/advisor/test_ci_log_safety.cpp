@@ -3,6 +3,7 @@
 #include <doctest/doctest.h>
 
 #include <sstream>
+#include <limits>
 #include <string>
 
 #include "ci_log_safety.h"
@@ -60,12 +61,18 @@ TEST_CASE("printers: a name with a newline and a CI command forges nothing in an
   f.evidence[0].event = hostile;
   report.traces[0].path = "run/" + hostile + ".json";
   report.traces[0].device = hostile;
+  // A merged rank digest is as untrusted as a trace: rule ids and names, and the coverage reasons.
+  f.rule_id = "PTA1" + hostile;
+  f.rule_name = "name " + hostile;
+  report.traces[0].coverage.not_run.emplace_back("PTA9" + hostile, "reason " + hostile);
+  f.evidence[0].file_ts_ns = std::numeric_limits<int64_t>::min();  // printed with its sign, no overflow
   for (auto format : {OutputFormat::Text, OutputFormat::Json, OutputFormat::Sarif, OutputFormat::Github,
                       OutputFormat::Junit, OutputFormat::Markdown}) {
     CAPTURE(to_string(format));
     const std::string text = printed(report, format);
     CHECK(text.find("pwned") != std::string::npos);  // the names are shown, made harmless
     CHECK(joined(ci_log_problems(text, format == OutputFormat::Github)) == "");
+    if (format == OutputFormat::Markdown) CHECK(text.find("ts -9223372036854775.808 us") != std::string::npos);
   }
 }
 

@@ -179,6 +179,18 @@ TEST_CASE("job: a digest survives the round trip; broken digests are refused wit
   std::string wrong_type = text.str();
   wrong_type.replace(wrong_type.find("\"world_size\":2"), 14, "\"world_size\":\"2\"");
   CHECK(error(wrong_type).find("not a complete rank digest") != std::string::npos);
+  // Integers out of their field's range are refused, not converted (1e300 to int64 is undefined behaviour,
+  // and INT64_MIN cannot be negated when the timestamp is printed).
+  for (const char* value : {"1e300", "-9223372036854775808", "18446744073709551615", "2.5"}) {
+    std::string out_of_range = text.str();
+    const size_t at = out_of_range.find("\"world_size\":2");
+    REQUIRE(at != std::string::npos);
+    out_of_range.replace(at, 14, std::string("\"world_size\":") + value);
+    CAPTURE(value);
+    const std::string message = error(out_of_range);
+    CHECK(message.find("d.json: ") == 0);
+    CHECK(message.find("\"world_size\"") != std::string::npos);
+  }
 }
 
 TEST_CASE("job: which traces form a job") {
