@@ -179,6 +179,41 @@ void finish_trace(TraceReport& trace, const std::string& source_root, size_t& su
   trace.recoverable_ms = recoverable_ms_per_step(trace.findings, trace.step_ms);
 }
 
+// A trace checked on its own that runs collectives is one recorded rank of a larger job. The job rules whose
+// metrics mean something on one rank (`lone_rank: true`: exposed communication, DDP patterns) run on it, and
+// their findings join the trace's own; the rules that compare ranks cannot.
+void add_lone_rank_findings(TraceReport& trace, const RankDigest& digest, const JobRuleSet& job_rules,
+                            const EvaluateOptions& selection) {
+  if (digest.collectives.empty() || !digest.rank) return;  // no job to speak of, or no rank to name
+  std::vector<std::string> skip;
+  size_t ran = 0;
+  for (const auto& info : job_rules.infos()) {
+    if (selected(info, selection) && job_rules.judges_lone_rank(info.id)) {
+      ++ran;
+    } else {
+      skip.push_back(info.id);
+    }
+  }
+  if (ran == 0) return;
+  const std::vector<const RankDigest*> ranks{&digest};
+  const JobAnalysis job = analyze_job(ranks, digest.path);
+  std::vector<Finding> found = evaluate_job(job_rules, job, ranks, selection.thresholds, skip);
+  const std::string of_job = digest.world_size > 1 ? " of the " + std::to_string(digest.world_size) + "-rank job" : "";
+  for (auto& finding : found) {
+    auto severity = selection.severities.find(finding.rule_id);
+    if (severity != selection.severities.end()) finding.severity = severity->second;
+    finding.trace_path = trace.path;
+    finding.trace_rank = trace.rank;
+    finding.message += " Measured on this rank alone (the other ranks" + of_job +
+                       " were not given): time it waited for them counts as communication.";
+    trace.findings.push_back(std::move(finding));
+  }
+  trace.coverage.ran += ran;
+  if (found.empty()) return;
+  rank_findings(trace.findings);
+  trace.recoverable_ms = recoverable_ms_per_step(trace.findings, trace.step_ms);
+}
+
 std::vector<TraceReport> assemble_jobs(std::vector<TraceReport> traces, const std::vector<RankDigest>& digests,
                                        const JobRuleSet& job_rules, const EvaluateOptions& selection,
                                        std::ostream& err) {
@@ -195,7 +230,10 @@ std::vector<TraceReport> assemble_jobs(std::vector<TraceReport> traces, const st
           << " traces with ranks in their names but no collectives and no distributed info: checked each on its own\n";
     }
     if (group.members.size() < 2 || (!talks && !distributed)) {
-      for (size_t m : group.members) out.push_back(std::move(traces[m]));
+      for (size_t m : group.members) {
+        add_lone_rank_findings(traces[m], digests[m], job_rules, selection);
+        out.push_back(std::move(traces[m]));
+      }
       continue;
     }
     std::vector<const RankDigest*> ranks;
@@ -205,7 +243,10 @@ std::vector<TraceReport> assemble_jobs(std::vector<TraceReport> traces, const st
       // The ranks of one job run the same collectives; traces that share none are separate runs.
       err << "ptadvise: warning: " << format::visible(group.name) << ": " << group.members.size()
           << " traces with ranks share no collective: not the ranks of one job; checked each on its own\n";
-      for (size_t m : group.members) out.push_back(std::move(traces[m]));
+      for (size_t m : group.members) {
+        add_lone_rank_findings(traces[m], digests[m], job_rules, selection);
+        out.push_back(std::move(traces[m]));
+      }
       continue;
     }
 

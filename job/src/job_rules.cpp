@@ -70,6 +70,7 @@ struct JobRuleSetImpl {
     std::vector<TemplatePart> short_message;  // empty: none
     std::string saving_metric;
     Confidence confidence = Confidence::Medium;
+    bool lone_rank = false;  // also judges one recorded rank of a larger job
     std::vector<JobRuleTest> tests;
   };
   std::vector<RuleInfo> infos;
@@ -119,13 +120,13 @@ class Compiler {
   void compile(RuleInfo& info, JobRuleSetImpl::Rule& rule) {
     static const std::set<std::string> allowed{"id", "name", "scope", "over", "severity", "tags", "summary", "fix",
                                                "docs", "thresholds", "when", "message", "short_message",
-                                               "short_fix", "saving", "tests"};
+                                               "short_fix", "saving", "lone_rank", "tests"};
     if (!root_.IsMap()) fail(file_, root_, "", "expected a mapping");
     for (auto it = root_.begin(); it != root_.end(); ++it) {
       if (!it->first.IsScalar() || !allowed.count(it->first.Scalar())) {
         fail(file_, it->first, it->first.IsScalar() ? it->first.Scalar() : "",
              "unknown key; expected one of id, name, scope, over, severity, tags, summary, fix, docs, thresholds, "
-             "when, message, short_message, short_fix, saving, tests");
+             "when, message, short_message, short_fix, saving, lone_rank, tests");
       }
     }
     info.file = file_;
@@ -159,6 +160,11 @@ class Compiler {
     else if (over == "collective_type") rule.over = Over::CollectiveType;
     else fail(file_, root_["over"], "over", "expected job, rank, ranks or collective_type, got '" + over + "'");
     over_ = rule.over;
+    if (auto lone = root_["lone_rank"]) {
+      const std::string text = text_of(file_, lone, "lone_rank");
+      if (text != "true" && text != "false") fail(file_, lone, "lone_rank", "expected true or false, got '" + text + "'");
+      rule.lone_rank = text == "true";
+    }
     if (auto thresholds = root_["thresholds"]) {
       if (!thresholds.IsMap()) fail(file_, thresholds, "thresholds", "expected a mapping of name to {value, unit, doc}");
       for (auto it = thresholds.begin(); it != thresholds.end(); ++it) {
@@ -449,6 +455,13 @@ const RuleInfo* JobRuleSet::find(std::string_view id_or_name) const {
     if (lower(info.id) == lower(id_or_name) || lower(info.name) == lower(id_or_name)) return &info;
   }
   return nullptr;
+}
+
+bool JobRuleSet::judges_lone_rank(std::string_view id) const {
+  for (size_t r = 0; r < impl_->infos.size(); ++r) {
+    if (impl_->infos[r].id == id) return impl_->rules[r].lone_rank;
+  }
+  return false;
 }
 
 const std::vector<JobRuleTest>& job_rule_tests(const JobRuleSet& rules, size_t index) {

@@ -192,6 +192,9 @@ class JobRuleSet {
   JobRuleSet& operator=(JobRuleSet&&) noexcept;
   const std::vector<RuleInfo>& infos() const;
   const RuleInfo* find(std::string_view id_or_name) const;
+  // Whether rule `id` also runs on the trace of one rank of a larger job (`lone_rank: true`): its metrics
+  // mean something without the other ranks.
+  bool judges_lone_rank(std::string_view id) const;
   const JobRuleSetImpl& impl() const { return *impl_; }
   JobRuleSetImpl& impl() { return *impl_; }
 

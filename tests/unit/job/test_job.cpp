@@ -344,3 +344,36 @@ TEST_CASE("job: the shared multi-rank traces") {
   CHECK(types[CollectiveType::AllReduce].busbw_gbps == doctest::Approx(6.5583880).epsilon(1e-6));
   CHECK(parser.collectives.front().group == "0");
 }
+
+TEST_CASE("job rules: `lone_rank` says which rules also judge one rank of a larger job") {
+  const auto rules = job_rules();
+  CHECK(rules.judges_lone_rank("PTA201"));  // exposed communication: one rank's own measure
+  CHECK_FALSE(rules.judges_lone_rank("PTA202"));  // straggler: needs the other ranks
+  CHECK_FALSE(rules.judges_lone_rank("PTA999"));
+  const std::string rule = std::string(R"(id: PTA299
+name: lone
+scope: job
+over: rank
+lone_rank: sometimes
+severity: info
+tags: [distributed]
+summary: s
+fix: f
+docs: {what: w, why: y, example: e, fix: f}
+when:
+  all:
+    - compute_ms > 0
+message: m
+saving: {ms_per_step: compute_ms, method: m, confidence: low}
+)");
+  auto loaded = ptadvise::load_job_rule_text(rule, "lone.yaml");
+  REQUIRE(std::holds_alternative<ptadvise::JobRuleError>(loaded));
+  CHECK(std::get<ptadvise::JobRuleError>(loaded).message.find("lone.yaml:5:") == 0);
+  CHECK(std::get<ptadvise::JobRuleError>(loaded).message.find("expected true or false, got 'sometimes'") !=
+        std::string::npos);
+  std::string yes = rule;
+  yes.replace(yes.find("sometimes"), 9, "true");
+  auto accepted = ptadvise::load_job_rule_text(yes, "lone.yaml");
+  REQUIRE(std::holds_alternative<ptadvise::JobRuleSet>(accepted));
+  CHECK(std::get<ptadvise::JobRuleSet>(accepted).judges_lone_rank("PTA299"));
+}

@@ -10,6 +10,10 @@
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <tuple>
+#include <vector>
+
+#include <nlohmann/json.hpp>
 
 namespace {
 
@@ -161,4 +165,40 @@ TEST_CASE("job: job rules are selected, ignored and configured like the others")
   CHECK(report("--config '" + config.string() + "'").find("\"severity\": \"error\"") != std::string::npos);
   fs::remove(out);
   fs::remove(config);
+}
+
+TEST_CASE("job: one rank of a job checked alone gets the job rules that judge one rank") {
+  // 4 gloo ranks; checked together, PTA201 reports 16.832 ms of exposed communication after the wait for
+  // late ranks is taken out. Rank 2 alone cannot tell that wait apart: it reports it all, and says so (these
+  // traces name their rank in the file name only, so the job's size is not known).
+  const std::string quiet = PTADVISE_SOURCE_DIR "/rules.d/job/grad-accumulation-without-no-sync.tests/quiet";
+  const fs::path out = fs::temp_directory_path() / ("ptadvise-lone-" + std::to_string(::getpid()) + ".json");
+  const std::string exe = "'" PTADVISE_BINARY "' check --exit-zero --format json ";
+  auto findings = [&](const std::string& arguments) {
+    REQUIRE(run(exe + arguments + " >'" + out.string() + "' 2>/dev/null") == 0);
+    std::vector<std::tuple<std::string, double, std::string>> found;  // rule, saving, message
+    const auto report = nlohmann::json::parse(read_file(out));
+    for (const auto& trace : report.at("traces")) {
+      for (const auto& f : trace.at("findings")) {
+        found.emplace_back(f.at("rule_id").get<std::string>(), f.at("saving_ms_per_step").get<double>(),
+                           f.at("message").get<std::string>());
+      }
+    }
+    return found;
+  };
+  auto alone = findings("'" + quiet + "/rank-2.pt.trace.json.gz'");
+  REQUIRE(alone.size() == 1);
+  CHECK(std::get<0>(alone[0]) == "PTA201");
+  CHECK(std::get<1>(alone[0]) == doctest::Approx(31.852).epsilon(0.001));
+  CHECK(std::get<2>(alone[0]).find("On rank 2, ") == 0);
+  CHECK(std::get<2>(alone[0]).find("Measured on this rank alone (the other ranks were not given)") !=
+        std::string::npos);
+  CHECK(findings("--ignore exposed-communication '" + quiet + "/rank-2.pt.trace.json.gz'").empty());
+
+  auto together = findings("'" + quiet + "'");
+  REQUIRE(!together.empty());
+  CHECK(std::get<0>(together[0]) == "PTA201");
+  CHECK(std::get<1>(together[0]) == doctest::Approx(16.832).epsilon(0.001));
+  for (const auto& f : together) CHECK(std::get<2>(f).find("Measured on this rank alone") == std::string::npos);
+  fs::remove(out);
 }
