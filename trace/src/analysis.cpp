@@ -60,9 +60,10 @@ uint16_t classify_name(std::string_view name) {
   if (name.starts_with("Optimizer.step#")) classes |= kIterationEnd;
   // One-off work of the first iterations: the caching allocator's driver allocations, cuDNN's algorithm
   // search (cudnn.benchmark), lazy module loading. Stream-ordered (Async) allocations are steady-state work.
-  const bool allocates = name == "cudaMalloc" || name == "cudaFree" || name == "hipMalloc" || name == "hipFree" ||
-                         name == "cuMemAlloc" || name == "cuMemAlloc_v2" || name == "cuMemFree" ||
-                         name == "cuMemFree_v2" || name == "cudaHostAlloc" || name == "cudaMallocHost" ||
+  const bool releases = name == "cudaFree" || name == "hipFree" || name == "cuMemFree" || name == "cuMemFree_v2" ||
+                        name == "cudaFreeHost" || name == "hipHostFree" || name == "hipFreeHost";
+  const bool allocates = releases || name == "cudaMalloc" || name == "hipMalloc" || name == "cuMemAlloc" ||
+                         name == "cuMemAlloc_v2" || name == "cudaHostAlloc" || name == "cudaMallocHost" ||
                          name == "hipHostMalloc";
   const bool autotunes = (name.starts_with("cudnn") && name.find("Find") != std::string_view::npos) ||
                          name.starts_with("miopenFind");
@@ -70,6 +71,7 @@ uint16_t classify_name(std::string_view name) {
                              name.starts_with("hipModuleLoad");
   if (allocates || autotunes || loads_modules) classes |= kOneOffWork;
   if (allocates) classes |= kAllocation;
+  if (releases) classes |= kRelease;
   if (loads_modules) classes |= kModuleLoad;
   const bool is_memcpy_call =
       name.starts_with("cudaMemcpy") || name.starts_with("hipMemcpy") || name.starts_with("cuMemcpy");

@@ -25,6 +25,7 @@ enum NameClass : uint16_t {
   kCaptureEnd = 1u << 11,    // cudaStreamEndCapture, hipStreamEndCapture
   kAllocation = 1u << 12,    // driver allocations and frees (cudaMalloc, cudaFree, hipMalloc, cuMemAlloc, ...)
   kModuleLoad = 1u << 13,    // cuModuleLoad..., cuLibraryLoad..., hipModuleLoad...: code loading
+  kRelease = 1u << 14,       // the frees among the allocations: cudaFree, hipFree, cuMemFree, cudaFreeHost, ...
 };
 
 struct NameClasses {

@@ -308,25 +308,33 @@ class LedgerBuilder {
     return events_.dur_ns[e] > kOneOffCallNs;
   }
 
-  // Driver allocations recur when they happen in at least half of the steady steps, and in two at least:
-  // one step cannot show that anything recurs.
+  // Driver allocations recur when they happen in at least half of the steady steps, and in two at least
+  // (one step cannot show that anything recurs), and when the steady steps also free memory. A program
+  // that allocates in every step and never frees grows: the caching allocator reaching its working set,
+  // a workspace for each new stream or handle. Churn that a fix removes (empty_cache, allocation retries
+  // under memory pressure) gives back what it takes.
   bool allocations_recur() const {
     const std::vector<Step>& steps = analysis_.steps;
     std::vector<uint8_t> allocates(steps.size(), 0);
+    std::vector<uint8_t> releases(steps.size(), 0);
     for (EventIndex e = 0; e < events_.size(); ++e) {
       const EventKind kind = events_.kind[e];
       if (kind != EventKind::Runtime && kind != EventKind::Driver) continue;
-      if ((names_.by_name[events_.name[e]] & kAllocation) == 0) continue;
+      const uint16_t classes = names_.by_name[events_.name[e]];
+      if ((classes & kAllocation) == 0) continue;
       const uint32_t s = analysis_.event_step[e];
-      if (s < steps.size()) allocates[s] = 1;
+      if (s >= steps.size()) continue;
+      allocates[s] = 1;
+      if (classes & kRelease) releases[s] = 1;
     }
-    size_t steady = 0, with_allocations = 0;
+    size_t steady = 0, with_allocations = 0, with_releases = 0;
     for (size_t s = 0; s < steps.size(); ++s) {
       if (steps[s].warmup || steps[s].partial) continue;
       ++steady;
       with_allocations += allocates[s];
+      with_releases += releases[s];
     }
-    return with_allocations >= 2 && 2 * with_allocations >= steady;
+    return with_allocations >= 2 && 2 * with_allocations >= steady && with_releases > 0;
   }
 
   // Stretches in which a host thread records CUDA/HIP graphs: from a BeginCapture to its EndCapture, and
