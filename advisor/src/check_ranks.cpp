@@ -207,6 +207,7 @@ void add_lone_rank_findings(TraceReport& trace, const RankDigest& digest, const 
     finding.message += " Measured on this rank alone (the other ranks" + of_job +
                        " were not given): time it waited for them counts as communication.";
     trace.findings.push_back(std::move(finding));
+    ++trace.prediction.ledger_only;  // job rules declare no transform: not in the all-fixes replay
   }
   trace.coverage.ran += ran;
   if (found.empty()) return;

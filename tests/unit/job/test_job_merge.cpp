@@ -174,11 +174,17 @@ TEST_CASE("job: one rank of a job checked alone gets the job rules that judge on
   const std::string quiet = PTADVISE_SOURCE_DIR "/rules.d/job/grad-accumulation-without-no-sync.tests/quiet";
   const fs::path out = fs::temp_directory_path() / ("ptadvise-lone-" + std::to_string(::getpid()) + ".json");
   const std::string exe = "'" PTADVISE_BINARY "' check --exit-zero --format json ";
+  size_t ledger_only = 0;
   auto findings = [&](const std::string& arguments) {
+    ledger_only = 0;
     REQUIRE(run(exe + arguments + " >'" + out.string() + "' 2>/dev/null") == 0);
     std::vector<std::tuple<std::string, double, std::string>> found;  // rule, saving, message
     const auto report = nlohmann::json::parse(read_file(out));
     for (const auto& trace : report.at("traces")) {
+      // Job rules declare no transform: the all-fixes replay says it leaves them out.
+      if (trace.contains("whatif") && trace.at("whatif").contains("findings_ledger_only")) {
+        ledger_only += trace.at("whatif").at("findings_ledger_only").get<size_t>();
+      }
       for (const auto& f : trace.at("findings")) {
         found.emplace_back(f.at("rule_id").get<std::string>(), f.at("saving_ms_per_step").get<double>(),
                            f.at("message").get<std::string>());
@@ -193,7 +199,9 @@ TEST_CASE("job: one rank of a job checked alone gets the job rules that judge on
   CHECK(std::get<2>(alone[0]).find("On rank 2, ") == 0);
   CHECK(std::get<2>(alone[0]).find("Measured on this rank alone (the other ranks were not given)") !=
         std::string::npos);
+  CHECK(ledger_only == 1);
   CHECK(findings("--ignore exposed-communication '" + quiet + "/rank-2.pt.trace.json.gz'").empty());
+  CHECK(ledger_only == 0);
 
   auto together = findings("'" + quiet + "'");
   REQUIRE(!together.empty());
