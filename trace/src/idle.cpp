@@ -216,6 +216,9 @@ class LedgerBuilder {
     // Mostly inside launch calls: the host cannot queue work as fast as the GPU finishes it.
     const bool launch_bound = 2 * launching_ns > end - start;
     EventIndex launcher = next_op != kNone ? analysis_.cpu_op_of(next_op) : kNone;
+    // Where the device's idle began: the end of its last busy interval (a gap cut by a window edge
+    // started before `start`).
+    const int64_t idle_since = previous_op != kNone ? events_.end_ns(previous_op) : std::numeric_limits<int64_t>::min();
     for (size_t p = 0; p < pieces_.size(); ++p) {
       IdleCause cause = IdleCause::Untraced;
       EventIndex culprit = classified_[p].culprit;
@@ -223,7 +226,13 @@ class LedgerBuilder {
         append(device, step, pieces_[p].start_ns, pieces_[p].end_ns, IdleCause::GraphCapture, culprit, false, false);
         continue;
       }
-      switch (classified_[p].kind) {
+      PieceKind kind = classified_[p].kind;
+      if (kind == PieceKind::Sync && waits_for_traced_work(classified_[p].sync) &&
+          !held_in_queue(classified_[p].sync, next_op, pieces_[p].end_ns) &&
+          !waits_for_gpu(classified_[p].culprit, idle_since)) {
+        kind = PieceKind::Work;  // a call that waited for nothing: the host's own time
+      }
+      switch (kind) {
         case PieceKind::Sync:
           cause = IdleCause::Sync;
           if (!waits_for_traced_work(classified_[p].sync) ||
@@ -248,7 +257,6 @@ class LedgerBuilder {
           }
           break;
       }
-      const PieceKind kind = classified_[p].kind;
       const bool launching = kind == PieceKind::Launch;
       const bool queues_work = launching || kind == PieceKind::Untraced ||
                                (kind == PieceKind::Work && launches_gpu_work(classified_[p].innermost));
@@ -280,6 +288,16 @@ class LedgerBuilder {
     }
     waits_.emplace(call, waits);
     return waits;
+  }
+
+  // A blocking operation (`site`: the op around the blocking call, else the call) idles the GPU only while
+  // the host waits for GPU work: work still running when the operation began (the GPU drains while the
+  // host waits), or work the operation queued itself (the copy of `.item()` or of a pageable `.to()`: the
+  // host waits for its round trip). A synchronize that begins after the device went idle and queued
+  // nothing returns as soon as it has checked: the GPU was already waiting for the host, for whatever kept
+  // it from launching earlier, and removing the call gives back only the call's own few microseconds.
+  bool waits_for_gpu(EventIndex site, int64_t idle_since) const {
+    return site != kNone && (events_.ts_ns[site] < idle_since || launching_[site]);
   }
 
   // The host blocks in `call` while the GPU idles, although the op that ends the gap was queued before the

@@ -79,6 +79,7 @@ TEST_CASE("ledger: sync — synchronous hipMemcpyWithStream and a cuda_sync reco
   trace.runtime("hipMemcpyWithStream", 110, 180, copy);  // ends 290
   trace.memcpy("DtoH", "Device", "Pageable", 280, 10, 4, copy);
   trace.cpu_op("aten::wait", 300, 100);  // ends 400
+  trace.launch("kw", 302, 2, 305, 1);      // the op queues work, then waits for it
   const int64_t wait = trace.next_correlation();
   trace.runtime("cudaEventQuery", 310, 80, wait);  // only the sync record says it blocked
   trace.sync("Event Sync", 310, 80, wait);
@@ -90,8 +91,31 @@ TEST_CASE("ledger: sync — synchronous hipMemcpyWithStream and a cuda_sync reco
   CHECK(charged(analysis, IdleCause::Sync, copy_op) == us(170));  // 110..280
   CHECK(charged(analysis, IdleCause::CpuWork, copy_op) == us(10 + 10));
   CHECK(charged(analysis, IdleCause::Sync, wait_op) == us(80));
-  CHECK(charged(analysis, IdleCause::CpuWork, wait_op) == us(20));
-  CHECK(analysis.total_idle_ns() == us(290));
+  // 300..302 and 304..305 in the op, 302..304 launching kw, 306..310 and 390..400 in the op.
+  CHECK(charged(analysis, IdleCause::CpuWork, wait_op) == us(2 + 2 + 1 + 4 + 10));
+  CHECK(analysis.total_idle_ns() == us(289));
+  CHECK(analysis.total_idle_ns() == idle_inside_windows(analysis));
+}
+
+TEST_CASE("ledger: a synchronize that begins after the GPU went idle and queues nothing is the host's time") {
+  TraceBuilder trace(Era::Kineto2023);
+  trace.annotation("ProfilerStep#1", 0, 300);
+  trace.launch("k1", 0, 1, 10, 90);  // runs 10..100
+  const int64_t drain = trace.next_correlation();
+  trace.runtime("cudaDeviceSynchronize", 50, 55, drain);  // begins while k1 runs, returns at 105
+  const int64_t idle_check = trace.next_correlation();
+  trace.runtime("cudaDeviceSynchronize", 150, 20, idle_check);  // the GPU has been idle since 100
+  trace.launch("k2", 200, 1, 205, 95);
+  Timeline timeline = trace.load();
+  Analysis analysis = analyze(timeline);
+  const EventIndex draining = find_event(timeline, "cudaDeviceSynchronize", 0);
+  const EventIndex waiting_for_nothing = find_event(timeline, "cudaDeviceSynchronize", 1);
+  // The first waits while the GPU drains k1: 100..105 is the sync's. The second finds nothing to wait for:
+  // its 20 us are host time like any other call (the GPU was already waiting for the host).
+  CHECK(charged(analysis, IdleCause::Sync, draining) == us(5));
+  CHECK(charged(analysis, IdleCause::Sync, waiting_for_nothing) == 0);
+  CHECK(charged(analysis, IdleCause::CpuWork, waiting_for_nothing) == us(20));
+  CHECK(analysis.idle_ns(IdleCause::Sync) == us(5));
   CHECK(analysis.total_idle_ns() == idle_inside_windows(analysis));
 }
 
