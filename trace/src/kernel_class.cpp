@@ -7,10 +7,10 @@
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
-#include <sstream>
 
 #include "ptadvise/io.h"
 #include "ptadvise/yaml_budget.h"
+#include "ptadvise/yaml_reader.h"
 
 namespace ptadvise {
 
@@ -23,55 +23,15 @@ namespace {
 constexpr std::string_view kFamilyNames[kKernelFamilyCount] = {
     "matmul-tensor-core", "matmul-simt", "communication", "copy", "elementwise", "reduction", "other"};
 
-struct Failure {
-  std::string message;
-};
-
-std::string one_line(const std::string& text) {
-  std::string out;
-  for (char c : text) {
-    if (c == '\n') out += "\\n";
-    else if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) out += '?';
-    else out += c;
-  }
-  return out;
-}
-
-class TableReader {
+class TableReader : public YamlReader {
  public:
-  explicit TableReader(std::string file) : file_(std::move(file)) {}
+  using YamlReader::YamlReader;
 
-  [[noreturn]] void fail(const YAML::Node& node, const std::string& key, const std::string& what) const {
-    fail_at(node.Mark(), key, what);
-  }
-  [[noreturn]] void fail_at(const YAML::Mark& mark, const std::string& key, const std::string& what) const {
-    std::ostringstream out;
-    out << file_;
-    if (!mark.is_null()) out << ':' << mark.line + 1 << ':' << mark.column + 1;
-    out << ": " << key << ": " << what;
-    throw Failure{one_line(out.str())};
-  }
   std::string origin(const YAML::Node& node) const {
     const YAML::Mark mark = node.Mark();
-    return mark.is_null() ? file_ : file_ + ":" + std::to_string(mark.line + 1);
+    return mark.is_null() ? file() : file() + ":" + std::to_string(mark.line + 1);
   }
 
-  void expect_keys(const YAML::Node& node, const std::string& key, std::initializer_list<std::string_view> allowed) const {
-    if (!node.IsMap()) fail(node, key, "expected a mapping");
-    for (auto it = node.begin(); it != node.end(); ++it) {
-      if (!it->first.IsScalar()) fail(it->first, key, "expected a plain key");
-      if (std::find(allowed.begin(), allowed.end(), it->first.Scalar()) == allowed.end()) {
-        std::string list;
-        for (auto a : allowed) list += (list.empty() ? "" : ", ") + std::string(a);
-        fail(it->first, key + "." + it->first.Scalar(), "unknown key; expected one of " + list);
-      }
-    }
-  }
-  std::string text(const YAML::Node& node, const std::string& key) const {
-    if (!node.IsScalar()) fail(node, key, "expected a string");
-    if (node.Scalar().find_first_not_of(" \t\r\n") == std::string::npos) fail(node, key, "expected a non-empty string");
-    return node.Scalar();
-  }
   // A string or a list of strings.
   std::vector<std::string> texts(const YAML::Node& node, const std::string& key) const {
     std::vector<std::string> out;
@@ -138,9 +98,6 @@ class TableReader {
     for (auto name : kFamilyNames) list += (list.empty() ? "" : ", ") + std::string(name);
     return list;
   }
-
- private:
-  std::string file_;
 };
 
 // A glob as an anchored regex: '*' any run, '?' one character, the rest literal.
@@ -207,7 +164,7 @@ std::variant<KernelClassifier, KernelTableError> KernelClassifier::compile(std::
     for (const auto& pattern : patterns) {
       std::string error;
       if (classifier.compiled_->set->Add(pattern, &error) < 0) {
-        return KernelTableError{one_line(rules[r].origin + ": invalid pattern '" + pattern + "': " + error)};
+        return KernelTableError{single_line(rules[r].origin + ": invalid pattern '" + pattern + "': " + error)};
       }
       classifier.compiled_->each.push_back(std::make_unique<RE2>(pattern, options));
       classifier.pattern_rule_.push_back(r);
@@ -223,7 +180,7 @@ std::variant<KernelClassifier, KernelTableError> KernelClassifier::compile(std::
       KernelFamily got = classifier.classify(example);
       if (got != rule.family) {
         const KernelFamilyRule* decided = classifier.rule_for(example);
-        return KernelTableError{one_line(
+        return KernelTableError{single_line(
             rule.origin + ": example '" + example + "' is classified as " + std::string(to_string(got)) +
             (decided != nullptr ? " by the row at " + decided->origin : std::string(" (no row matches)")) +
             ", not as " + std::string(to_string(rule.family)))};
@@ -238,7 +195,7 @@ std::variant<KernelClassifier, KernelTableError> KernelClassifier::parse(std::st
   std::vector<KernelFamilyRule> rules;
   try {
     rules = TableReader(file).read(yaml);
-  } catch (const Failure& failure) {
+  } catch (const YamlReadError& failure) {
     return KernelTableError{failure.message};
   }
   return compile(std::move(rules), true);
