@@ -1,5 +1,6 @@
-// GPU busy time per device and the idle ledger: every idle nanosecond inside the step windows is charged
-// once, to what the launching host thread was doing at that moment.
+// The idle ledger: every idle nanosecond inside the step windows is charged once, to what the launching
+// host thread was doing at that moment (docs/ANALYSIS.md, "The idle ledger"). Its inputs — busy intervals,
+// host pieces, blocking calls, capture stretches — are in busy.cpp and host_pieces.cpp.
 #include <algorithm>
 #include <cstdio>
 #include <limits>
@@ -7,134 +8,11 @@
 #include <unordered_set>
 #include <vector>
 
-#include "analysis_detail.h"
+#include "host_pieces.h"
 
 namespace ptadvise::detail {
 
-void merge_intervals(std::vector<Interval>& intervals) {
-  std::sort(intervals.begin(), intervals.end(),
-            [](const Interval& a, const Interval& b) { return a.start_ns < b.start_ns; });
-  size_t out = 0;
-  for (const Interval& interval : intervals) {
-    if (interval.end_ns <= interval.start_ns) continue;
-    if (out > 0 && interval.start_ns <= intervals[out - 1].end_ns) {
-      intervals[out - 1].end_ns = std::max(intervals[out - 1].end_ns, interval.end_ns);
-    } else {
-      intervals[out++] = interval;
-    }
-  }
-  intervals.resize(out);
-}
-
-int64_t covered_ns(const std::vector<Interval>& merged, int64_t start, int64_t end) {
-  int64_t total = 0;
-  auto it = std::lower_bound(merged.begin(), merged.end(), start,
-                             [](const Interval& interval, int64_t value) { return interval.end_ns <= value; });
-  for (; it != merged.end() && it->start_ns < end; ++it) {
-    total += std::min(it->end_ns, end) - std::max(it->start_ns, start);
-  }
-  return total;
-}
-
 namespace {
-
-// Busy intervals of one device with the GPU op that opens each (the op after a gap) and the op that ends
-// last in it (the op before the next gap).
-struct DeviceBusy {
-  std::vector<Interval> busy;
-  std::vector<EventIndex> first_op;
-  std::vector<EventIndex> last_op;
-};
-
-std::vector<DeviceBusy> device_busy(const Timeline& timeline, const std::vector<int32_t>& devices) {
-  const Events& events = timeline.events;
-  std::vector<std::vector<EventIndex>> ops(devices.size());
-  for (uint32_t t = 0; t < timeline.tracks.size(); ++t) {
-    const Track& track = timeline.tracks[t];
-    if (track.kind != TrackKind::Gpu) continue;
-    auto it = std::lower_bound(devices.begin(), devices.end(), track.device);
-    if (it == devices.end() || *it != track.device) continue;
-    auto& list = ops[static_cast<size_t>(it - devices.begin())];
-    for (EventIndex i : timeline.track_events[t]) {
-      if (is_gpu_activity(events.kind[i]) && events.dur_ns[i] > 0) list.push_back(i);
-    }
-  }
-  std::vector<DeviceBusy> result(devices.size());
-  for (size_t d = 0; d < devices.size(); ++d) {
-    auto& list = ops[d];
-    std::sort(list.begin(), list.end(), [&events](EventIndex a, EventIndex b) {
-      return events.ts_ns[a] != events.ts_ns[b] ? events.ts_ns[a] < events.ts_ns[b] : a < b;
-    });
-    DeviceBusy& out = result[d];
-    for (EventIndex i : list) {
-      int64_t start = events.ts_ns[i], end = events.end_ns(i);
-      if (!out.busy.empty() && start <= out.busy.back().end_ns) {
-        if (end > out.busy.back().end_ns) {
-          out.busy.back().end_ns = end;
-          out.last_op.back() = i;
-        }
-      } else {
-        out.busy.push_back({start, end});
-        out.first_op.push_back(i);
-        out.last_op.push_back(i);
-      }
-    }
-  }
-  return result;
-}
-
-// A stretch of one host thread with the innermost event running on it (kNone: nothing recorded).
-struct Piece {
-  int64_t start_ns;
-  int64_t end_ns;
-  EventIndex innermost;
-};
-
-// Splits [from, to) on a CPU track by the innermost event covering each moment. Visits only the events
-// that start inside the range, plus the enclosing chain at `from`.
-void sweep_thread(const Timeline& timeline, uint32_t track, int64_t from, int64_t to, std::vector<Piece>& pieces) {
-  const Events& events = timeline.events;
-  const std::vector<EventIndex>& list = timeline.track_events[track];
-  size_t next = static_cast<size_t>(
-      std::upper_bound(list.begin(), list.end(), from,
-                       [&events](int64_t value, EventIndex e) { return value < events.ts_ns[e]; }) -
-      list.begin());
-  // The events open at `from` are the nesting of the innermost one, followed up through `parent` as they
-  // end (never copied: a gap inside 200k nested ops would copy them all); `open` holds those that start
-  // inside the range.
-  EventIndex enclosing = kNone;
-  if (next > 0) {
-    enclosing = list[next - 1];
-    while (enclosing != kNone && events.end_ns(enclosing) <= from) enclosing = events.parent[enclosing];
-  }
-  std::vector<EventIndex> open;
-  auto running = [&]() { return open.empty() ? enclosing : open.back(); };
-  int64_t now = from;
-  auto emit = [&pieces](int64_t start, int64_t end, EventIndex innermost) {
-    if (!pieces.empty() && pieces.back().innermost == innermost && pieces.back().end_ns == start) {
-      pieces.back().end_ns = end;
-    } else {
-      pieces.push_back({start, end, innermost});
-    }
-  };
-  while (now < to) {
-    while (!open.empty() && events.end_ns(open.back()) <= now) open.pop_back();
-    if (open.empty()) {
-      while (enclosing != kNone && events.end_ns(enclosing) <= now) enclosing = events.parent[enclosing];
-    }
-    int64_t boundary = to;
-    if (next < list.size()) boundary = std::min(boundary, events.ts_ns[list[next]]);
-    if (running() != kNone) boundary = std::min(boundary, events.end_ns(running()));
-    if (boundary > now) {
-      emit(now, boundary, running());
-      now = boundary;
-    }
-    while (next < list.size() && events.ts_ns[list[next]] <= now && now < to) {
-      EventIndex e = list[next++];
-      if (events.dur_ns[e] > 0 && events.end_ns(e) > now) open.push_back(e);
-    }
-  }
-}
 
 enum class PieceKind { Sync, DataLoader, OneOff, Launch, Work, Untraced };
 
@@ -155,34 +33,6 @@ constexpr int64_t kQueuedLatencyNs = 100'000;
 // one-off work: loading the kernel's code on its first launch, creating the context or a stream.
 constexpr int64_t kOneOffCallNs = 1'000'000;
 
-}  // namespace
-
-// cudaMemcpyAsync followed by a synchronize on the same thread (`.item()`, `.cpu()`) blocks like a
-// synchronous copy; so does a call that a cuda_sync record shows waiting on the host.
-std::unordered_set<EventIndex> blocking_calls(const Timeline& timeline, const NameClasses& names) {
-  const Events& events = timeline.events;
-  std::unordered_set<EventIndex> blocking;
-  for (uint32_t t = 0; t < timeline.tracks.size(); ++t) {
-    if (timeline.tracks[t].kind != TrackKind::Cpu) continue;
-    EventIndex pending_copy = kNone;
-    for (EventIndex e : timeline.track_events[t]) {
-      EventKind kind = events.kind[e];
-      if (kind != EventKind::Runtime && kind != EventKind::Driver) continue;
-      if (pending_copy != kNone && events.parent[e] == pending_copy) continue;  // its driver call
-      if (pending_copy != kNone && names.has(timeline, e, kSyncCall)) blocking.insert(pending_copy);
-      pending_copy = names.has(timeline, e, kAsyncMemcpy) ? e : kNone;
-    }
-  }
-  for (EventIndex e = 0; e < events.size(); ++e) {
-    if (events.kind[e] == EventKind::Sync && events.launch[e] != kNone && names.has(timeline, e, kHostSyncRecord)) {
-      blocking.insert(events.launch[e]);
-    }
-  }
-  return blocking;
-}
-
-namespace {
-
 class LedgerBuilder {
  public:
   LedgerBuilder(const Timeline& timeline, const NameClasses& names, Analysis& analysis)
@@ -190,7 +40,7 @@ class LedgerBuilder {
     blocking_ = blocking_calls(timeline, names);
     allocations_recur_ = allocations_recur();
     mark_launching_events();
-    find_capture_stretches();
+    capture_ = capture_stretches(timeline, names, launching_);
   }
 
   void charge_gap(int32_t device, uint32_t step, int64_t start, int64_t end, EventIndex next_op,
@@ -355,37 +205,6 @@ class LedgerBuilder {
     return with_allocations >= 2 && 2 * with_allocations >= steady && with_releases > 0;
   }
 
-  // Stretches in which a host thread records CUDA/HIP graphs: from a BeginCapture to its EndCapture, and
-  // across consecutive captures (piecewise graphs, one per batch size) as long as the thread launches no
-  // work that runs in between: the preparation of the next capture is part of capturing.
-  void find_capture_stretches() {
-    capture_.assign(timeline_.tracks.size(), {});
-    for (uint32_t t = 0; t < timeline_.tracks.size(); ++t) {
-      if (timeline_.tracks[t].kind != TrackKind::Cpu) continue;
-      std::vector<Interval>& stretches = capture_[t];
-      int64_t open = -1;
-      bool ran_since_last = true;  // work that runs was launched since the last capture ended
-      for (EventIndex e : timeline_.track_events[t]) {
-        const EventKind kind = events_.kind[e];
-        if (kind != EventKind::Runtime && kind != EventKind::Driver) continue;
-        const uint16_t classes = names_.by_name[events_.name[e]];
-        if ((classes & kCaptureBegin) && open < 0) {
-          open = events_.ts_ns[e];
-        } else if ((classes & kCaptureEnd) && open >= 0) {
-          if (!ran_since_last && !stretches.empty()) {
-            stretches.back().end_ns = events_.end_ns(e);
-          } else {
-            stretches.push_back({open, events_.end_ns(e)});
-          }
-          open = -1;
-          ran_since_last = false;
-        } else if (open < 0 && launching_[e] && (classes & kLaunchCall)) {
-          ran_since_last = true;  // a launch outside a capture whose GPU op ran
-        }
-      }
-    }
-  }
-
   // Splits the swept pieces of `thread` where its capture stretches begin and end; in_capture_ says which
   // parts lie inside one.
   void split_at_captures(uint32_t thread) {
@@ -548,37 +367,6 @@ class LedgerBuilder {
 };
 
 }  // namespace
-
-void compute_busy(const Timeline& timeline, Analysis& analysis) {
-  const Events& events = timeline.events;
-  std::vector<uint8_t> seen(timeline.tracks.size(), 0);
-  for (EventIndex i = 0; i < events.size(); ++i) {
-    if (is_gpu_activity(events.kind[i]) && events.track[i] < seen.size()) seen[events.track[i]] = 1;
-  }
-  analysis.devices.clear();
-  for (uint32_t t = 0; t < timeline.tracks.size(); ++t) {
-    if (seen[t] && timeline.tracks[t].kind == TrackKind::Gpu) analysis.devices.push_back(timeline.tracks[t].device);
-  }
-  std::sort(analysis.devices.begin(), analysis.devices.end());
-  analysis.devices.erase(std::unique(analysis.devices.begin(), analysis.devices.end()), analysis.devices.end());
-  analysis.busy.clear();
-  for (DeviceBusy& device : device_busy(timeline, analysis.devices)) analysis.busy.push_back(std::move(device.busy));
-}
-
-void compute_step_windows(Analysis& analysis) {
-  analysis.step_windows.clear();
-  // Windows tile time step after step, each from its period start to the next one's (the last for its
-  // period), so no window is longer than its step's period and no idle nanosecond is in two steps.
-  const std::vector<Step>& steps = analysis.steps;
-  int64_t cursor = std::numeric_limits<int64_t>::min();
-  for (size_t k = 0; k < steps.size(); ++k) {
-    int64_t start = std::max(steps[k].period_start_ns, cursor);
-    int64_t end = k + 1 < steps.size() ? steps[k + 1].period_start_ns : steps[k].period_start_ns + steps[k].period_ns;
-    end = std::max(end, start);
-    analysis.step_windows.push_back({start, end});
-    cursor = end;
-  }
-}
 
 void build_idle_ledger(const Timeline& timeline, const NameClasses& names, Analysis& analysis) {
   analysis.idle.clear();
