@@ -7,11 +7,21 @@ compute / communication / copy shares per device, with kernel families from test
 Prints one line per trace with the numbers the C++ test asserts.
 
     python3 tests/tools/summary_expectations.py ../shared/traces/FILE.json.gz ...
+
+With --compare PTADVISE (the ctest entry `summary_expectations`) it runs `PTADVISE summary --format json`
+on every trace (files or directories) and checks that both agree: the same steps (count, source, steady
+ones), the step period and median within 1%, kernels per step within 1%, and GPU busy, compute,
+communication, copy, idle and tiny-kernel shares within 2 percentage points. It exits 1 on a disagreement,
+and when fewer than MIN_COVERED traces with GPU activity and steady steps were compared.
+
+    python3 tests/tools/summary_expectations.py --compare build/cli/ptadvise ../shared/traces
 """
 import collections
 import decimal
 import gzip
 import json
+import os
+import subprocess
 import sys
 
 import kernel_families
@@ -568,7 +578,69 @@ def summarize(path):
     }
 
 
+# The issue's bar for the independent check of the period and busy definitions.
+MIN_COVERED = 15
+PERIOD_TOLERANCE = 0.01  # relative, periods and kernels per step
+SHARE_TOLERANCE = 2.0    # percentage points
+
+
+def trace_files(paths):
+    for path in paths:
+        if os.path.isdir(path):
+            for name in sorted(os.listdir(path)):
+                if name.endswith((".json", ".json.gz")):
+                    yield os.path.join(path, name)
+        else:
+            yield path
+
+
+def compare(ptadvise, paths):
+    """Exit status 0 when ptadvise's summary agrees with the computation above on every trace."""
+    problems, covered, checked = [], 0, 0
+    for trace in trace_files(paths):
+        name = os.path.basename(trace)
+        run = subprocess.run([ptadvise, "summary", "--format", "json", trace], capture_output=True, text=True)
+        if run.returncode != 0:
+            problems.append(f"{name}: ptadvise summary exited {run.returncode}: {run.stderr.strip()}")
+            continue
+        got = json.loads(run.stdout)
+        want = summarize(trace)
+        checked += 1
+        steps = got["steps"]
+        mismatches = []
+        for key, value in (("count", want["steps"]), ("source", want["source"]), ("steady", want["steady"])):
+            if steps[key] != value:
+                mismatches.append(f"steps.{key} {steps[key]} != {value}")
+        for key, have, expected in (("period_ms", steps["period_ms"], want["period_ms"]),
+                                    ("median_ms", steps["median_ms"], want["median_ms"]),
+                                    ("kernels_per_step", got["kernels_per_step"], want["kernels_per_step"])):
+            if abs(have - expected) > PERIOD_TOLERANCE * max(abs(expected), 1e-6):
+                mismatches.append(f"{key} {have:.6g} != {expected:.6g}")
+        for key in ("gpu_busy_pct", "compute_busy_pct", "communication_pct", "copy_pct", "idle_pct",
+                    "tiny_kernel_pct"):
+            if abs(got[key] - want[key]) > SHARE_TOLERANCE:
+                mismatches.append(f"{key} {got[key]:.3f} != {want[key]:.3f}")
+        has_gpu = want["kernels_per_step"] > 0 or want["gpu_busy_pct"] > 0
+        if has_gpu and want["steady"] > 0 and not mismatches:
+            covered += 1
+        status = "ok" if not mismatches else "DIFFERS: " + "; ".join(mismatches)
+        print(f"{name}: period {steps['period_ms']:.3f} ms (independent {want['period_ms']:.3f}), busy "
+              f"{got['gpu_busy_pct']:.2f}% ({want['gpu_busy_pct']:.2f}%): {status}")
+        if mismatches:
+            problems.append(f"{name}: {'; '.join(mismatches)}")
+    print(f"{checked} traces compared, {covered} with GPU activity and steady steps agree "
+          f"(at least {MIN_COVERED} needed)")
+    for problem in problems:
+        print("error: " + problem, file=sys.stderr)
+    if covered < MIN_COVERED:
+        print(f"error: only {covered} traces with GPU activity and steady steps agree", file=sys.stderr)
+        return 1
+    return 1 if problems else 0
+
+
 if __name__ == "__main__":
+    if len(sys.argv) >= 3 and sys.argv[1] == "--compare":
+        sys.exit(compare(sys.argv[2], sys.argv[3:]))
     for trace in sys.argv[1:]:
         r = summarize(trace)
         print(f"{trace.rsplit('/', 1)[-1]}: steps={r['steps']} source={r['source']} steady={r['steady']} "
