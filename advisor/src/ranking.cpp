@@ -17,6 +17,12 @@ int severity_order(Severity severity) {
   return 1;
 }
 
+// A finding that saves less than its rule's noise floor once replayed (the step waits on other work), or
+// nothing measurable, informs but fails no gate (is_failing); it never outranks one that passes its floor.
+bool below_floor(const Finding& finding) {
+  return finding.saving_ms_per_step < std::max(0.0005, finding.noise_floor_ms);
+}
+
 // Orders the findings of one site the same way in every recording: by source line, then detail.
 std::tuple<int, std::string, std::string> stable_key(const Finding& finding) {
   return {finding.site.source ? finding.site.source->line : 0, finding.site.detail, finding.message};
@@ -38,6 +44,7 @@ void rank_findings(std::vector<Finding>& findings) {
   }
 
   std::stable_sort(findings.begin(), findings.end(), [](const Finding& a, const Finding& b) {
+    if (below_floor(a) != below_floor(b)) return below_floor(b);
     if (a.saving_ms_per_step != b.saving_ms_per_step) return a.saving_ms_per_step > b.saving_ms_per_step;
     if (a.severity != b.severity) return severity_order(a.severity) < severity_order(b.severity);
     if (a.rule_id != b.rule_id) return a.rule_id < b.rule_id;
@@ -63,8 +70,7 @@ bool is_failing(const Report& report, const TraceReport& trace, size_t finding_i
   };
   // A finding that saves nothing measurable (0.000 ms: facts such as warm-up or memory headroom), or less
   // than its rule's noise floor once replayed (the step waits on other work), informs but never fails a gate.
-  const double floor_ms = std::max(0.0005, finding.noise_floor_ms);
-  return is_new && at_least(finding.severity, report.fail_on) && finding.saving_ms_per_step >= floor_ms;
+  return is_new && at_least(finding.severity, report.fail_on) && !below_floor(finding);
 }
 
 size_t Report::failing_count() const {

@@ -30,6 +30,29 @@ TEST_CASE("rank_findings breaks equal savings and severities by rule id") {
   CHECK(findings[1].rule_id == "PTA200");
 }
 
+TEST_CASE("a finding below its noise floor ranks after every finding that passes its own") {
+  // A harness's sync: its claim passed the floor, but its replayed saving (0.3 ms) is under the rule's
+  // floor (0.5% of a 100 ms step): it informs, ranked after a smaller saving that passes its floor.
+  Finding harness_sync, copy, fact;
+  harness_sync.rule_id = "PTA102";
+  harness_sync.saving_ms_per_step = 0.3;
+  harness_sync.noise_floor_ms = 0.5;
+  copy.rule_id = "PTA107";
+  copy.saving_ms_per_step = 0.2;
+  copy.noise_floor_ms = 0.1;
+  fact.rule_id = "PTA120";  // saves nothing by design
+  std::vector<Finding> findings{fact, harness_sync, copy};
+  rank_findings(findings);
+  CHECK(findings[0].rule_id == "PTA107");
+  CHECK(findings[1].rule_id == "PTA102");
+  CHECK(findings[2].rule_id == "PTA120");
+  // At its floor it is an ordinary finding again and ranks by saving.
+  findings[1].noise_floor_ms = 0.3;
+  rank_findings(findings);
+  CHECK(findings[0].rule_id == "PTA102");
+  CHECK(findings[1].rule_id == "PTA107");
+}
+
 TEST_CASE("several findings of one rule at one site get distinct fingerprints, ordered by line") {
   auto findings = testing::sample_findings();
   rank_findings(findings);
