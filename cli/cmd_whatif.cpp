@@ -16,13 +16,35 @@ void add_whatif_command(CLI::App& app) {
       "Predict the step time after fixes: replays the trace's dependency graph unchanged (measured vs\n"
       "replayed step) and with the transforms of the chosen findings' rules, and prints the critical path\n"
       "before and after (docs/WHATIF.md).");
-  cmd->add_option("trace", options->trace, "Trace file (.json, .json.gz)")->required();
+  cmd->add_option("trace", options->trace, "Trace file (.json, .json.gz; a directory: its first trace)")->required();
   cmd->add_option("--apply", options->apply,
                   "Rule id, rule name or finding fingerprint to fix (repeatable); default: every finding");
   cmd->add_option("--format", options->format, "Output format: text or json")
       ->check(CLI::IsMember({"text", "json"}))
       ->capture_default_str();
-  cmd->callback([options] { exit_code() = run_whatif(*options, std::cout, std::cerr); });
+  // The findings are `check`'s for the same configuration: the same selection options.
+  cmd->add_option("--rules", options->rule_directories, "Extra rule directory (repeatable), added to the shipped rules")
+      ->allow_extra_args(false);
+  cmd->add_option("--kernel-families", options->kernel_family_tables,
+                  "Kernel family table (repeatable), tried before the shipped one (docs/KERNEL_FAMILIES.md)")
+      ->allow_extra_args(false);
+  cmd->add_option("--config", options->config_path,
+                  "Configuration file (default: .ptadvise.yaml in the working directory or a parent)");
+  cmd->add_option("--select", options->select, "Only these rules (ids, names or tags; repeatable)")
+      ->allow_extra_args(false)
+      ->delimiter(',');
+  cmd->add_option("--ignore", options->ignore, "Skip these rules (ids, names or tags; repeatable)")
+      ->allow_extra_args(false)
+      ->delimiter(',');
+  auto source_root = std::make_shared<std::string>();
+  cmd->add_option("--source-root", *source_root,
+                  "Where the traced program's sources are, for suppression comments (default: the working directory)");
+  cmd->add_flag("--accept-partial", options->accept_partial,
+                "Analyse a trace of which more than 5% could not be read (else exit 2)");
+  cmd->callback([options, source_root] {
+    if (!source_root->empty()) options->source_root = *source_root;
+    exit_code() = run_whatif(*options, std::cout, std::cerr);
+  });
 }
 
 }  // namespace ptadvise::cli

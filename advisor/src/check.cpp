@@ -18,6 +18,7 @@
 #include "format.h"
 #include "progress.h"
 #include "check_ranks.h"
+#include "command_setup.h"
 #include "ptadvise/advisor.h"
 #include "ptadvise/io.h"
 #include "ptadvise/loader.h"
@@ -31,13 +32,14 @@ namespace ptadvise {
 
 namespace {
 
+using check_detail::Failure;
+using check_detail::effective_config;
+using check_detail::kernel_classifier;
+using check_detail::load_one;
+
 constexpr int kClean = 0;
 constexpr int kFailing = 1;
 constexpr int kInputError = 2;
-
-struct Failure {
-  std::string message;
-};
 
 bool env_set(const char* name) {
   const char* value = std::getenv(name);
@@ -96,40 +98,6 @@ bool append_file(const std::string& path, const std::string& text) {
 // Reports and baselines replace their file atomically: readers and a full disk never see half a file.
 void write_output(const std::string& path, const std::string& text, const std::string& what) {
   if (auto error = write_file_atomically(path, text)) throw Failure{path + ": cannot write the " + what + ": " + *error};
-}
-
-// The shipped kernel family table extended by the configuration's and the command line's tables.
-KernelClassifier kernel_classifier(const Config& config) {
-  auto classifier = kernel_classifier_with(config.kernel_families);
-  if (auto* error = std::get_if<KernelTableError>(&classifier)) throw Failure{error->message};
-  return std::move(std::get<KernelClassifier>(classifier));
-}
-
-Config effective_config(const CheckOptions& options) {
-  Config config;
-  std::string path = options.config_path;
-  if (path.empty()) {
-    std::error_code ec;
-    path = find_config(std::filesystem::current_path(ec).string());
-  }
-  if (!path.empty()) {
-    auto loaded = load_config(path);
-    if (auto* error = std::get_if<ConfigError>(&loaded)) throw Failure{error->message};
-    config = std::get<Config>(std::move(loaded));
-  }
-  if (!options.select.empty()) config.select = options.select;
-  config.ignore.insert(config.ignore.end(), options.ignore.begin(), options.ignore.end());
-  for (const auto& selector : options.select) config.positions["select\x1f" + selector] = "command line";
-  for (const auto& selector : options.ignore) config.positions["ignore\x1f" + selector] = "command line";
-  if (options.fail_on) {
-    auto severity = parse_severity(*options.fail_on);
-    if (!severity) throw Failure{"--fail-on: expected info, warning or error, got '" + *options.fail_on + "'"};
-    config.fail_on = severity;
-  }
-  if (options.source_root) config.source_root = *options.source_root;
-  for (const auto& dir : options.rule_directories) config.rule_directories.push_back(dir);
-  for (const auto& table : options.kernel_family_tables) config.kernel_families.push_back(table);
-  return config;
 }
 
 // The paths of the configuration that the rules do not already check: the baseline must load and the
@@ -349,23 +317,6 @@ int run(const CheckOptions& options, std::ostream& out, std::ostream& err) {
   out.flush();
   if (options.exit_zero) return kClean;
   return report.failing_count() > 0 ? kFailing : kClean;
-}
-
-Timeline load_one(const std::string& path, bool accept_partial, std::ostream& err) {
-  auto loaded = load_traces_with_progress({path});
-  if (auto* error = std::get_if<LoadError>(&loaded)) throw Failure{error->message};
-  auto& timelines = std::get<std::vector<Timeline>>(loaded);
-  if (timelines.empty()) throw Failure{path + ": no trace found"};
-  for (const auto& warning : timelines.front().stats.warnings) err << "ptadvise: warning: " << format::visible(warning) << "\n";
-  if (auto partial = partial_trace_problem(timelines.front())) {
-    if (!accept_partial) throw Failure{*partial};
-    err << "ptadvise: warning: " << format::visible(*partial) << "\n";
-  }
-  if (timelines.size() > 1) {
-    err << "ptadvise: warning: " << format::visible(path) << ": " << timelines.size() << " traces; comparing the first ("
-        << format::visible(timelines.front().path) << ")\n";
-  }
-  return std::move(timelines.front());
 }
 
 int diff(const DiffOptions& options, std::ostream& out, std::ostream& err) {

@@ -2,9 +2,12 @@
 // and the critical path before and after the chosen fixes (docs/WHATIF.md).
 #include <algorithm>
 #include <cctype>
+#include <filesystem>
+#include <optional>
 #include <ostream>
 #include <variant>
 
+#include "command_setup.h"
 #include "format.h"
 #include "json_doc.h"
 #include "ptadvise/advisor.h"
@@ -88,21 +91,45 @@ int run_whatif(const WhatifOptions& options, std::ostream& out, std::ostream& er
     err << "ptadvise: error: " << format::visible(message) << "\n";
     return 2;
   };
-  if (options.format != "text" && options.format != "json") return fail("--format: expected text or json");
-  auto loaded_rules = load_rules({default_rules_directory()});
-  if (auto* error = std::get_if<RuleError>(&loaded_rules)) return fail(error->message);
-  const RuleSet& rules = std::get<RuleSet>(loaded_rules);
-  auto loaded = load_trace_file(options.trace);
-  if (auto* error = std::get_if<LoadError>(&loaded)) return fail(error->message);
-  const Timeline& timeline = std::get<Timeline>(loaded);
-  for (const std::string& warning : timeline.stats.warnings) err << "ptadvise: warning: " << format::visible(warning) << "\n";
-  Analysis analysis = analyze(timeline);
-  EvaluateOptions evaluate_options;
+  if (options.format != "text" && options.format != "json") return fail("--format: expected text, json");
+  // The findings are the ones `check` reports for the same trace and configuration: the same rules,
+  // selection, thresholds, kernel families, partial-trace gate and suppressions.
+  CheckOptions check;
+  check.config_path = options.config_path;
+  check.rule_directories = options.rule_directories;
+  check.kernel_family_tables = options.kernel_family_tables;
+  check.select = options.select;
+  check.ignore = options.ignore;
+  check.source_root = options.source_root;
+  std::optional<Timeline> loaded;
+  std::optional<SelectedRules> selected;
+  std::optional<KernelClassifier> kernels;
+  std::string source_root;
+  try {
+    const Config config = check_detail::effective_config(check);
+    kernels.emplace(check_detail::kernel_classifier(config));
+    auto rules = load_selected_rules(config);
+    if (auto* error = std::get_if<ConfigError>(&rules)) return fail(error->message);
+    selected.emplace(std::move(std::get<SelectedRules>(rules)));
+    std::error_code cwd_error;
+    source_root = config.source_root.value_or(std::filesystem::current_path(cwd_error).string());
+    loaded.emplace(check_detail::load_one(options.trace, options.accept_partial, err));
+  } catch (const check_detail::Failure& failure) {
+    return fail(failure.message);
+  }
+  const Timeline& timeline = *loaded;
+  const RuleSet& rules = selected->rules;
+  Analysis analysis = analyze(timeline, *kernels);
+  EvaluateOptions evaluate_options = selected->selection;
   evaluate_options.predict = false;  // one graph below serves every finding and the trace
   std::vector<Finding> findings = evaluate(rules, analysis, evaluate_options);
+  for (auto& finding : findings) {
+    if (finding.trace_path.empty()) finding.trace_path = timeline.path;
+  }
+  apply_suppressions(findings, source_root);
   const WhatIf whatif(analysis);
   whatif.predict_findings(findings);
-  rank_findings(findings);
+  rank_findings(findings);  // sets the fingerprints --apply may name
   std::vector<bool> applied(findings.size(), options.apply.empty());
   for (const std::string& wanted : options.apply) {
     bool found = false;

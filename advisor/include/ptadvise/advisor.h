@@ -327,6 +327,14 @@ struct WhatifOptions {
   std::string trace;
   std::vector<std::string> apply;  // rule ids, rule names or finding fingerprints; empty = every finding
   std::string format = "text";     // text | json
+  // As in CheckOptions: the findings are the ones `check` reports with the same configuration.
+  std::vector<std::string> rule_directories;
+  std::vector<std::string> kernel_family_tables;
+  std::string config_path;
+  std::vector<std::string> select;
+  std::vector<std::string> ignore;
+  std::optional<std::string> source_root;
+  bool accept_partial = false;
 };
 int run_whatif(const WhatifOptions& options, std::ostream& out, std::ostream& err);
 

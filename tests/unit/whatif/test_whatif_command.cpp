@@ -2,6 +2,8 @@
 // replay window.
 #include <doctest/doctest.h>
 
+#include <nlohmann/json.hpp>
+
 #include <sstream>
 #include <string>
 #include <variant>
@@ -63,6 +65,50 @@ TEST_CASE("whatif command: --apply names a rule, a rule name or a fingerprint of
   std::ostringstream err2;
   CHECK(run_whatif(options, out, err2) == 2);
   CHECK(err2.str() == "ptadvise: error: --apply sync-in-step: the rule reports nothing on this trace\n");
+}
+
+TEST_CASE("whatif command: the findings are check's, with the same selection and configuration") {
+  // A scenario with three findings: whatif lists what check reports, with the same predictions.
+  const std::string trace = std::string(PTADVISE_SOURCE_DIR) + "/testdata/scenarios/12_empty_cache_every_step.json.gz";
+  CheckOptions check;
+  check.traces = {trace};
+  check.format = "json";
+  check.exit_zero = true;
+  std::ostringstream check_out, check_err;
+  REQUIRE(run_check(check, check_out, check_err) == 0);
+  const auto checked = nlohmann::json::parse(check_out.str()).at("traces").at(0).at("findings");
+  REQUIRE(checked.size() >= 2);
+
+  WhatifOptions options;
+  options.trace = trace;
+  options.format = "json";
+  std::ostringstream out, err;
+  REQUIRE(run_whatif(options, out, err) == 0);
+  const auto listed = nlohmann::json::parse(out.str()).at("findings");
+  REQUIRE(listed.size() == checked.size());
+  for (size_t i = 0; i < listed.size(); ++i) {
+    CAPTURE(i);
+    CHECK(listed[i].at("rule_id") == checked[i].at("rule_id"));
+    CHECK(listed[i].at("fingerprint") == checked[i].at("fingerprint"));
+    CHECK(listed[i].at("predicted_step_ms").get<double>() ==
+          doctest::Approx(checked[i].at("predicted_step_ms").get<double>()).epsilon(1e-9));
+  }
+
+  // --ignore (like check's) leaves the rule out, so its fix is not in the all-fixes prediction either.
+  const std::string ignored = checked[0].at("rule_id").get<std::string>();
+  options.ignore = {ignored};
+  std::ostringstream without;
+  REQUIRE(run_whatif(options, without, err) == 0);
+  const auto rest = nlohmann::json::parse(without.str()).at("findings");
+  CHECK(rest.size() == checked.size() - 1);
+  for (const auto& finding : rest) CHECK(finding.at("rule_id") != ignored);
+
+  // A configuration file is read like check's: a wrong one is exit 2 with its position.
+  options.ignore.clear();
+  options.config_path = std::string(PTADVISE_SOURCE_DIR) + "/testdata/no-such-config.yaml";
+  std::ostringstream nothing, config_err;
+  CHECK(run_whatif(options, nothing, config_err) == 2);
+  CHECK(config_err.str().find("no-such-config.yaml") != std::string::npos);
 }
 
 TEST_CASE("transform: primitives and parameters are validated with their position") {

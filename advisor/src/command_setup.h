@@ -1,0 +1,28 @@
+// Internal to advisor/: what every command that evaluates rules on traces sets up the same way — the
+// effective configuration, the kernel family table, one trace loaded behind the partial-trace gate — so
+// that `check`, `diff` and `whatif` report the same findings for the same trace and configuration.
+#pragma once
+
+#include <ostream>
+#include <string>
+
+#include "ptadvise/advisor.h"
+
+namespace ptadvise::check_detail {
+
+// An input or usage error: one line, exit 2 (the command's own handler prints it).
+struct Failure {
+  std::string message;
+};
+
+// .ptadvise.yaml (given, or found upward from the working directory) with the command line on top.
+Config effective_config(const CheckOptions& options);
+
+// The shipped kernel family table extended by the configuration's and the command line's tables.
+KernelClassifier kernel_classifier(const Config& config);
+
+// One trace (the first of a directory's, with a warning), its warnings on `err`; a trace mostly lost is a
+// Failure unless `accept_partial`.
+Timeline load_one(const std::string& path, bool accept_partial, std::ostream& err);
+
+}  // namespace ptadvise::check_detail
