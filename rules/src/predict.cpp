@@ -9,11 +9,22 @@
 namespace ptadvise {
 namespace {
 
+// A finding's fixes, with the idle stretches the ledger charged to it for the transforms that move only
+// that host time (background with host_time: charged_idle).
+std::vector<whatif::Fix> fixes_of(const Finding& finding) {
+  std::vector<whatif::Fix> fixes = finding.fixes;
+  for (whatif::Fix& fix : fixes) {
+    if (fix.spec.host_time == whatif::TransformSpec::HostTime::ChargedIdle) fix.idle_gaps = finding.idle_gaps;
+  }
+  return fixes;
+}
+
 std::vector<whatif::Fix> fixes_of(const std::vector<Finding>& findings, size_t* count) {
   std::vector<whatif::Fix> fixes;
   for (const Finding& finding : findings) {
     if (finding.fixes.empty()) continue;
-    fixes.insert(fixes.end(), finding.fixes.begin(), finding.fixes.end());
+    std::vector<whatif::Fix> own = fixes_of(finding);
+    fixes.insert(fixes.end(), own.begin(), own.end());
     if (count) ++*count;
   }
   return fixes;
@@ -41,7 +52,7 @@ void WhatIf::predict_findings(std::vector<Finding>& findings) const {
     finding.saving_basis = "ledger";
     finding.predicted_step_ms = ledger_prediction(measured, finding);
     if (!available_ || finding.fixes.empty()) continue;
-    const double fixed = whatif::replay(graph_, finding.fixes, false).replayed_step_ms;
+    const double fixed = whatif::replay(graph_, fixes_of(finding), false).replayed_step_ms;
     // The replay's own error cancels: the saving is what the transform changes in the replay.
     const double replayed_saving = std::max(0.0, base_.replayed_step_ms - fixed);
     const double claim = finding.saving_ms_per_step;

@@ -66,9 +66,16 @@ std::optional<TransformError> parse_step(const YAML::Node& item, whatif::Transfo
         return TransformError{it->second.Mark(), at, "expected a whole number" + std::string(param == "workers" ? " >= 1" : " >= 0")};
       }
       (param == "workers" ? spec.workers : spec.prefetch) = static_cast<int>(*number);
+    } else if (param == "host_time" && spec.primitive == whatif::Primitive::Background) {
+      if (value != "events" && value != "charged_idle") {
+        return TransformError{it->second.Mark(), at, "expected events or charged_idle, got '" + value + "'"};
+      }
+      spec.host_time = value == "charged_idle" ? whatif::TransformSpec::HostTime::ChargedIdle
+                                               : whatif::TransformSpec::HostTime::Events;
     } else {
       return TransformError{it->first.Mark(), at, "unknown parameter for " + name +
-                                                       " (select, scope, touches; scale: table or factor; background: workers, prefetch)"};
+                                                       " (select, scope, touches; scale: table or factor; background: "
+                                                       "workers, prefetch, host_time)"};
     }
   }
   if (spec.primitive == whatif::Primitive::Scale && has_factor == (spec.table != whatif::ScaleTable::None)) {
@@ -125,6 +132,7 @@ std::string describe_transform(const RuleTransform& transform) {
       }
     } else if (spec.primitive == whatif::Primitive::Background) {
       detail = std::to_string(spec.workers) + " workers, " + std::to_string(spec.prefetch) + " batches prefetched each";
+      if (spec.host_time == whatif::TransformSpec::HostTime::ChargedIdle) detail += ", the host time of the charged idle";
     }
     if (!spec.host) detail += std::string(detail.empty() ? "" : ", ") + "GPU work only";
     if (!spec.gpu) detail += std::string(detail.empty() ? "" : ", ") + "host time only";

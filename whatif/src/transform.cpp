@@ -125,40 +125,11 @@ void overlap(const Graph& g, const Touched& t, Changes& changes) {
   }
 }
 
-// Data loading in `workers` background processes (PyTorch's DataLoader with num_workers > 0): the workers
-// were started before the profiled window and have `prefetch` batches each ready when it opens; after
-// that each batch is made by one worker as soon as that worker is free. The training thread only waits
-// when the batch it asks for is not ready. (The workers' lead over the loop is not capped here.)
-void background(const Graph& g, const std::vector<EventIndex>& events, const TransformSpec& spec, Changes& changes) {
-  const Events& ev = g.analysis->timeline->events;
-  std::vector<EventIndex> ordered = events;
-  std::sort(ordered.begin(), ordered.end(), [&ev](EventIndex x, EventIndex y) { return ev.ts_ns[x] < ev.ts_ns[y]; });
-  int64_t origin = std::numeric_limits<int64_t>::max();
-  for (const Node& node : g.nodes) origin = std::min(origin, node.start_ns);
-  const size_t workers = static_cast<size_t>(std::max(1, spec.workers));
-  const size_t ready = workers * static_cast<size_t>(std::max(0, spec.prefetch));
-  std::vector<int64_t> free_at(workers, origin);
-  TransformSpec host_only = spec;
-  host_only.gpu = false;
-  size_t batch = 0;
-  for (EventIndex e : ordered) {
-    Touched t = resolve(g, e, host_only);
-    if (t.host.empty()) continue;
-    int64_t load = 0;
-    for (uint32_t n : t.host) {
-      load += changes.work[n];
-      changes.work[n] = 0;
-    }
-    const size_t index = batch++;
-    if (index < ready) continue;  // prefetched before the window opened
-    int64_t& worker = free_at[index % workers];
-    worker += load;
-    const uint32_t last = t.host.back();
-    changes.floor[2 * last + 1] = std::max(changes.floor[2 * last + 1], worker);
-  }
-}
-
 }  // namespace
+
+std::vector<uint32_t> host_nodes(const Graph& g, EventIndex event, const TransformSpec& spec) {
+  return resolve(g, event, spec).host;
+}
 
 Changes apply_fixes(const Graph& g, const std::vector<Fix>& fixes) {
   Changes changes;
@@ -168,7 +139,7 @@ Changes apply_fixes(const Graph& g, const std::vector<Fix>& fixes) {
   changes.floor.assign(2 * g.nodes.size(), kFree);
   for (const Fix& fix : fixes) {
     if (fix.spec.primitive == Primitive::Background) {
-      background(g, fix.events, fix.spec, changes);
+      background(g, fix, changes);
       continue;
     }
     Touched all;

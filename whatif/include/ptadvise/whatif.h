@@ -134,6 +134,10 @@ struct TransformSpec {
   double factor = 1.0;  // Scale without a table
   int workers = 4;      // Background: worker processes (num_workers)
   int prefetch = 2;     // Background: batches each worker has ready when the window opens (prefetch_factor)
+  // Background: which host time moves. Events: all of the selected events' host time. ChargedIdle: only the
+  // launching thread's time inside the idle stretches the step ledger charged to the finding
+  // (Fix::idle_gaps), i.e. the host work the GPU waited for, not the rest of the ops it ran in.
+  enum class HostTime : uint8_t { Events, ChargedIdle } host_time = HostTime::Events;
   // What the transform touches of the selected events: the GPU work they launched only ("gpu"), their
   // host time only ("host"), or both (default).
   bool host = true;
@@ -148,6 +152,7 @@ struct Fix {
   std::vector<EventIndex> events;
   std::string label;  // rule id or finding, for messages
   std::string method;  // what the fix changes, phrased for the user
+  std::vector<uint32_t> idle_gaps = {};  // HostTime::ChargedIdle: the finding's stretches, indices into Analysis::idle
 };
 
 // ---- replay ----------------------------------------------------------------------------------------
