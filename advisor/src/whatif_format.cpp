@@ -128,6 +128,10 @@ std::vector<std::string> whatif_headline(const StepPrediction& p) {
               (p.ledger_only == 1 ? " finding has no transform and is" : " findings have no transform and are") +
               " not in it";
     }
+    if (p.per_sample_only > 0) {
+      line += "; " + std::to_string(p.per_sample_only) +
+              (p.per_sample_only == 1 ? " batch-size fix is" : " batch-size fixes are") + " predicted per sample, not in it";
+    }
     line += ")";
   }
   lines.push_back(line);

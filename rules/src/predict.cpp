@@ -9,14 +9,60 @@
 namespace ptadvise {
 namespace {
 
+// A finding's fixes, with the idle stretches the ledger charged to it for the transforms that move only
+// that host time (background with host_time: charged_idle).
+std::vector<whatif::Fix> fixes_of(const Finding& finding) {
+  std::vector<whatif::Fix> fixes = finding.fixes;
+  for (whatif::Fix& fix : fixes) {
+    if (fix.spec.host_time == whatif::TransformSpec::HostTime::ChargedIdle) fix.idle_gaps = finding.idle_gaps;
+  }
+  return fixes;
+}
+
+// A batch-size fix changes what a step is (factor x the samples): its prediction is per sample, and it
+// stays out of the all-fixes replay, whose steps keep their batch.
+bool changes_batch(const Finding& finding) {
+  return std::any_of(finding.fixes.begin(), finding.fixes.end(),
+                     [](const whatif::Fix& fix) { return fix.spec.primitive == whatif::Primitive::Batch; });
+}
+
 std::vector<whatif::Fix> fixes_of(const std::vector<Finding>& findings, size_t* count) {
   std::vector<whatif::Fix> fixes;
   for (const Finding& finding : findings) {
-    if (finding.fixes.empty()) continue;
-    fixes.insert(fixes.end(), finding.fixes.begin(), finding.fixes.end());
+    if (finding.fixes.empty() || changes_batch(finding)) continue;
+    std::vector<whatif::Fix> own = fixes_of(finding);
+    fixes.insert(fixes.end(), own.begin(), own.end());
     if (count) ++*count;
   }
   return fixes;
+}
+
+// What the user needs to read a per-sample prediction: the factor, why that factor, both step times.
+std::string batch_note(const Analysis& analysis, const whatif::BatchFactor& batch, double step_ms,
+                       double per_step_samples_ms) {
+  char text[700];
+  std::string why_factor;
+  if (batch.memory_limit > 0) {
+    const whatif::MemoryUse use = whatif::memory_use(analysis);
+    if (use.known()) {
+      std::snprintf(text, sizeof text,
+                    " (the steps hold %.2f GiB and peak at %.2f GiB of %.2f GiB, room for %gx the batch; at %gx the "
+                    "GPU work that grows with it, %.3f ms per step today, fills the step, and a larger batch adds "
+                    "no throughput in this model)",
+                    static_cast<double>(use.held) / (1 << 30), static_cast<double>(use.peak) / (1 << 30),
+                    static_cast<double>(use.device_bytes) / (1 << 30), batch.memory_limit, batch.factor, batch.gpu_ms);
+    } else {
+      std::snprintf(text, sizeof text, " (the trace has no [memory] events to tell the headroom: no larger batch)");
+    }
+    why_factor = text;
+  }
+  std::snprintf(text, sizeof text,
+                " The batch grows %gx%s; GPU work that grows with the batch takes %gx its time, host work keeps its "
+                "own. The replay gives %.3f ms per step of %gx the samples, %.3f ms for the samples of one step "
+                "today: the predicted step is per sample (throughput), and this fix is not in the trace's "
+                "all-fixes replay.",
+                batch.factor, why_factor.c_str(), batch.factor, step_ms, batch.factor, per_step_samples_ms);
+  return text;
 }
 
 double ledger_prediction(double measured, const Finding& finding) {
@@ -41,7 +87,15 @@ void WhatIf::predict_findings(std::vector<Finding>& findings) const {
     finding.saving_basis = "ledger";
     finding.predicted_step_ms = ledger_prediction(measured, finding);
     if (!available_ || finding.fixes.empty()) continue;
-    const double fixed = whatif::replay(graph_, finding.fixes, false).replayed_step_ms;
+    const std::vector<whatif::Fix> fixes = fixes_of(finding);
+    whatif::BatchFactor batch_factor;
+    double batch = 1.0;  // the batch grows this many times: the step then holds that many times the samples
+    for (const whatif::Fix& fix : fixes) {
+      if (fix.spec.primitive == whatif::Primitive::Batch) batch_factor = whatif::batch_factor(graph_, fix);
+      if (fix.spec.primitive == whatif::Primitive::Batch) batch *= batch_factor.factor;
+    }
+    const double fixed_step = whatif::replay(graph_, fixes, false).replayed_step_ms;
+    const double fixed = fixed_step / batch;  // per the samples of one step as measured
     // The replay's own error cancels: the saving is what the transform changes in the replay.
     const double replayed_saving = std::max(0.0, base_.replayed_step_ms - fixed);
     const double claim = finding.saving_ms_per_step;
@@ -51,6 +105,7 @@ void WhatIf::predict_findings(std::vector<Finding>& findings) const {
     finding.saving_basis = "ledger+replay";
     std::string why = "Replay of the step graph with the fix alone (docs/WHATIF.md): " + finding.fixes.front().method;
     if (!why.empty() && why.back() != '.') why += '.';
+    if (changes_batch(finding)) why += batch_note(analysis_, batch_factor, fixed_step, fixed);
     char numbers[200];
     if (replayed_saving + 5e-4 < claim) {
       std::snprintf(numbers, sizeof numbers,
@@ -104,6 +159,7 @@ StepPrediction WhatIf::predict_steps(const std::vector<Finding>& findings) const
   }
   for (const Finding& finding : findings) {
     if (finding.fixes.empty()) ++out.ledger_only;
+    else if (changes_batch(finding)) ++out.per_sample_only;
   }
   std::vector<whatif::Fix> fixes = fixes_of(findings, &out.fixes_applied);
   const whatif::ReplayResult fixed = fixes.empty() ? base_ : whatif::replay(graph_, fixes);

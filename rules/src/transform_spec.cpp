@@ -1,6 +1,7 @@
 #include "transform_spec.h"
 
 #include <charconv>
+#include <cstdio>
 #include <cmath>
 
 namespace ptadvise {
@@ -16,7 +17,7 @@ std::optional<double> to_number(const std::string& text) {
 std::optional<TransformError> parse_step(const YAML::Node& item, whatif::TransformSpec& spec, std::string& selection) {
   const std::string key = "transform.apply";
   if (!item.IsMap() || item.size() != 1) {
-    return TransformError{item.Mark(), key, "expected one primitive per item: remove, scale, make_async, fuse, overlap or background"};
+    return TransformError{item.Mark(), key, "expected one primitive per item: remove, scale, make_async, fuse, overlap, background or batch"};
   }
   const auto entry = *item.begin();
   if (!entry.first.IsScalar()) return TransformError{item.Mark(), key, "expected a primitive name"};
@@ -24,10 +25,11 @@ std::optional<TransformError> parse_step(const YAML::Node& item, whatif::Transfo
   auto primitive = whatif::parse_primitive(name);
   if (!primitive) {
     return TransformError{entry.first.Mark(), key,
-                          "unknown primitive '" + name + "'; expected remove, scale, make_async, fuse, overlap or background"};
+                          "unknown primitive '" + name + "'; expected remove, scale, make_async, fuse, overlap, background or batch"};
   }
   spec = {};
   spec.primitive = *primitive;
+  if (spec.primitive == whatif::Primitive::Batch) spec.factor = 0;  // from the memory headroom unless given
   const YAML::Node params = entry.second;
   const std::string where = key + "." + name;
   if (params.IsNull()) return std::nullopt;
@@ -66,10 +68,30 @@ std::optional<TransformError> parse_step(const YAML::Node& item, whatif::Transfo
         return TransformError{it->second.Mark(), at, "expected a whole number" + std::string(param == "workers" ? " >= 1" : " >= 0")};
       }
       (param == "workers" ? spec.workers : spec.prefetch) = static_cast<int>(*number);
+    } else if (param == "factor" && spec.primitive == whatif::Primitive::Batch) {
+      if (!number || *number < 1 || *number > 1024) {
+        return TransformError{it->second.Mark(), at, "expected a number from 1 to 1024, got '" + value + "'"};
+      }
+      spec.factor = *number;
+    } else if (param == "memory_target" && spec.primitive == whatif::Primitive::Batch) {
+      if (!number || *number <= 0 || *number > 1) {
+        return TransformError{it->second.Mark(), at, "expected a share of GPU memory above 0 and at most 1, got '" + value + "'"};
+      }
+      spec.memory_target = *number;
+    } else if (param == "host_time" && spec.primitive == whatif::Primitive::Background) {
+      if (value != "events" && value != "charged_idle") {
+        return TransformError{it->second.Mark(), at, "expected events or charged_idle, got '" + value + "'"};
+      }
+      spec.host_time = value == "charged_idle" ? whatif::TransformSpec::HostTime::ChargedIdle
+                                               : whatif::TransformSpec::HostTime::Events;
     } else {
       return TransformError{it->first.Mark(), at, "unknown parameter for " + name +
-                                                       " (select, scope, touches; scale: table or factor; background: workers, prefetch)"};
+                                                       " (select, scope, touches; scale: table or factor; background: "
+                                                       "workers, prefetch, host_time; batch: factor or memory_target)"};
     }
+  }
+  if (spec.primitive == whatif::Primitive::Batch && spec.factor > 0 && params["memory_target"]) {
+    return TransformError{params.Mark(), where, "expected at most one of factor or memory_target"};
   }
   if (spec.primitive == whatif::Primitive::Scale && has_factor == (spec.table != whatif::ScaleTable::None)) {
     return TransformError{params.Mark(), where, "expected exactly one of table or factor"};
@@ -123,8 +145,14 @@ std::string describe_transform(const RuleTransform& transform) {
         std::snprintf(buffer, sizeof buffer, "x%g", spec.factor);
         detail = buffer;
       }
+    } else if (spec.primitive == whatif::Primitive::Batch) {
+      char buffer[96];
+      if (spec.factor > 0) std::snprintf(buffer, sizeof buffer, "x%g", spec.factor);
+      else std::snprintf(buffer, sizeof buffer, "factor from the memory headroom, up to %g%% of the GPU's memory", spec.memory_target * 100);
+      detail = buffer;
     } else if (spec.primitive == whatif::Primitive::Background) {
       detail = std::to_string(spec.workers) + " workers, " + std::to_string(spec.prefetch) + " batches prefetched each";
+      if (spec.host_time == whatif::TransformSpec::HostTime::ChargedIdle) detail += ", the host time of the charged idle";
     }
     if (!spec.host) detail += std::string(detail.empty() ? "" : ", ") + "GPU work only";
     if (!spec.gpu) detail += std::string(detail.empty() ? "" : ", ") + "host time only";

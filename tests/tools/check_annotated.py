@@ -26,7 +26,8 @@ with gzip.open(annotated_path, "rb") as packed:
 events = document["traceEvents"] if isinstance(document, dict) else document
 by_name = {}
 for event in events:
-    if event.get("pid") == FINDINGS_PID or event.get("ph") != "X" or "ts" not in event:
+    # Complete events, and instants (dur 0) such as the allocator's [memory] records.
+    if event.get("pid") == FINDINGS_PID or event.get("ph") not in ("X", "i", "I") or "ts" not in event:
         continue
     by_name.setdefault(event.get("name"), []).append((float(event["ts"]), float(event.get("dur", 0))))
 

@@ -1,5 +1,6 @@
 // Scale tables: how much faster a GPU op runs after a fix (docs/WHATIF.md, "Scale tables").
 #include <algorithm>
+#include <limits>
 #include <optional>
 #include <string_view>
 #include <vector>
@@ -89,6 +90,45 @@ double table_factor(const Timeline& timeline, ScaleTable table, EventIndex gpu_o
     }
   }
   return 1.0;
+}
+
+}  // namespace ptadvise::whatif
+
+namespace ptadvise::whatif {
+
+MemoryUse memory_use(const Analysis& analysis) {
+  MemoryUse use;
+  if (analysis.timeline == nullptr) return use;
+  const Timeline& tl = *analysis.timeline;
+  const Events& ev = tl.events;
+  int64_t held = std::numeric_limits<int64_t>::max(), peak = -1;
+  int64_t device = -1;
+  for (EventIndex i = 0; i < ev.size(); ++i) {
+    if (ev.kind[i] != EventKind::MemoryInstant || !analysis.is_steady(analysis.event_step[i])) continue;
+    if (tl.arg_int(i, "Device Type").value_or(-1) != 1) continue;  // 1: CUDA (0 is the host)
+    auto allocated = tl.arg_int(i, "Total Allocated");
+    if (!allocated) continue;
+    const int64_t id = tl.arg_int(i, "Device Id").value_or(0);
+    if (device < 0) device = id;
+    if (id != device) continue;  // the first device the trace allocates on (one GPU per process)
+    held = std::min(held, *allocated);
+    peak = std::max(peak, *allocated);
+  }
+  if (peak < 0) return use;
+  const DeviceInfo* info = tl.device(static_cast<int32_t>(device));
+  use.held = held;
+  use.peak = peak;
+  use.device_bytes = info != nullptr ? info->total_global_mem : 0;
+  return use;
+}
+
+double batch_headroom(const MemoryUse& use, double target) {
+  if (!use.known()) return 1.0;
+  const double room = target * static_cast<double>(use.device_bytes) - static_cast<double>(use.held);
+  const double per_batch = static_cast<double>(use.peak - use.held);
+  double factor = 1.0;
+  while (factor < 1024 && use.held + 2 * factor * per_batch <= use.held + room) factor *= 2;
+  return factor;
 }
 
 }  // namespace ptadvise::whatif

@@ -125,40 +125,54 @@ void overlap(const Graph& g, const Touched& t, Changes& changes) {
   }
 }
 
-// Data loading in `workers` background processes (PyTorch's DataLoader with num_workers > 0): the workers
-// were started before the profiled window and have `prefetch` batches each ready when it opens; after
-// that each batch is made by one worker as soon as that worker is free. The training thread only waits
-// when the batch it asks for is not ready. (The workers' lead over the loop is not capped here.)
-void background(const Graph& g, const std::vector<EventIndex>& events, const TransformSpec& spec, Changes& changes) {
-  const Events& ev = g.analysis->timeline->events;
-  std::vector<EventIndex> ordered = events;
-  std::sort(ordered.begin(), ordered.end(), [&ev](EventIndex x, EventIndex y) { return ev.ts_ns[x] < ev.ts_ns[y]; });
-  int64_t origin = std::numeric_limits<int64_t>::max();
-  for (const Node& node : g.nodes) origin = std::min(origin, node.start_ns);
-  const size_t workers = static_cast<size_t>(std::max(1, spec.workers));
-  const size_t ready = workers * static_cast<size_t>(std::max(0, spec.prefetch));
-  std::vector<int64_t> free_at(workers, origin);
-  TransformSpec host_only = spec;
-  host_only.gpu = false;
-  size_t batch = 0;
-  for (EventIndex e : ordered) {
-    Touched t = resolve(g, e, host_only);
-    if (t.host.empty()) continue;
-    int64_t load = 0;
-    for (uint32_t n : t.host) {
-      load += changes.work[n];
-      changes.work[n] = 0;
-    }
-    const size_t index = batch++;
-    if (index < ready) continue;  // prefetched before the window opened
-    int64_t& worker = free_at[index % workers];
-    worker += load;
-    const uint32_t last = t.host.back();
-    changes.floor[2 * last + 1] = std::max(changes.floor[2 * last + 1], worker);
+BatchFactor batch_factor(const Graph& g, const Touched& t, const TransformSpec& spec) {
+  BatchFactor out;
+  const Analysis& a = *g.analysis;
+  size_t steps = 0;
+  for (uint32_t k = 0; k < a.steps.size(); ++k) steps += a.is_steady(k) && g.window.measures(k) ? 1 : 0;
+  int64_t gpu = 0;
+  for (uint32_t n : t.gpu) {
+    if (a.is_steady(g.nodes[n].step) && g.window.measures(g.nodes[n].step)) gpu += g.nodes[n].work_ns;
   }
+  out.gpu_ms = steps > 0 ? static_cast<double>(gpu) / 1e6 / static_cast<double>(steps) : 0.0;
+  if (spec.factor > 0) {
+    out.factor = spec.factor;
+    out.memory_limit = 0;
+    return out;
+  }
+  out.memory_limit = batch_headroom(memory_use(a), spec.memory_target);
+  const double step_ms = a.step_period_ns() / 1e6;
+  while (out.factor < out.memory_limit && out.factor * out.gpu_ms < step_ms) out.factor *= 2;
+  return out;
+}
+
+// Every node a fix touches, each once.
+Touched touched(const Graph& g, const Fix& fix) {
+  Touched all;
+  std::vector<uint8_t> seen(g.nodes.size(), 0);
+  for (EventIndex e : fix.events) {
+    Touched t = resolve(g, e, fix.spec);
+    for (uint32_t n : t.host) {
+      if (!seen[n]) all.host.push_back(n);
+      seen[n] = 1;
+    }
+    for (uint32_t n : t.gpu) {
+      if (!seen[n]) all.gpu.push_back(n);
+      seen[n] = 1;
+    }
+  }
+  return all;
 }
 
 }  // namespace
+
+std::vector<uint32_t> host_nodes(const Graph& g, EventIndex event, const TransformSpec& spec) {
+  return resolve(g, event, spec).host;
+}
+
+BatchFactor batch_factor(const Graph& g, const Fix& fix) {
+  return batch_factor(g, touched(g, fix), fix.spec);
+}
 
 Changes apply_fixes(const Graph& g, const std::vector<Fix>& fixes) {
   Changes changes;
@@ -168,28 +182,24 @@ Changes apply_fixes(const Graph& g, const std::vector<Fix>& fixes) {
   changes.floor.assign(2 * g.nodes.size(), kFree);
   for (const Fix& fix : fixes) {
     if (fix.spec.primitive == Primitive::Background) {
-      background(g, fix.events, fix.spec, changes);
+      background(g, fix, changes);
       continue;
     }
-    Touched all;
-    std::vector<uint8_t> seen(g.nodes.size(), 0);
-    for (EventIndex e : fix.events) {
-      Touched t = resolve(g, e, fix.spec);
-      for (uint32_t n : t.host) {
-        if (!seen[n]) all.host.push_back(n);
-        seen[n] = 1;
-      }
-      for (uint32_t n : t.gpu) {
-        if (!seen[n]) all.gpu.push_back(n);
-        seen[n] = 1;
-      }
-    }
+    const Touched all = touched(g, fix);
     switch (fix.spec.primitive) {
       case Primitive::Remove: remove(g, all, changes); break;
       case Primitive::Scale: scale(g, all, fix.spec, changes); break;
       case Primitive::MakeAsync: make_async(g, all, changes); break;
       case Primitive::Fuse: fuse(g, all, changes); break;
       case Primitive::Overlap: overlap(g, all, changes); break;
+      case Primitive::Batch: {
+        // Host time stays: the launches, Python and waits of a step do not grow with its batch.
+        TransformSpec as_scale = fix.spec;
+        as_scale.factor = batch_factor(g, all, fix.spec).factor;
+        as_scale.table = ScaleTable::None;
+        scale(g, all, as_scale, changes);
+        break;
+      }
       case Primitive::Background: break;
     }
   }
@@ -204,13 +214,14 @@ std::string_view to_string(Primitive primitive) {
     case Primitive::Fuse: return "fuse";
     case Primitive::Overlap: return "overlap";
     case Primitive::Background: return "background";
+    case Primitive::Batch: return "batch";
   }
   return "remove";
 }
 
 std::optional<Primitive> parse_primitive(std::string_view text) {
   for (Primitive p : {Primitive::Remove, Primitive::Scale, Primitive::MakeAsync, Primitive::Fuse, Primitive::Overlap,
-                      Primitive::Background}) {
+                      Primitive::Background, Primitive::Batch}) {
     if (text == to_string(p)) return p;
   }
   return std::nullopt;

@@ -17,4 +17,10 @@ struct Changes {
 
 Changes apply_fixes(const Graph& graph, const std::vector<Fix>& fixes);
 
+// The host nodes an event covers on its thread (in time order), as a transform with `spec` takes them.
+std::vector<uint32_t> host_nodes(const Graph& graph, EventIndex event, const TransformSpec& spec);
+
+// The `background` primitive (background.cpp).
+void background(const Graph& graph, const Fix& fix, Changes& changes);
+
 }  // namespace ptadvise::whatif

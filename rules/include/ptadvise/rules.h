@@ -124,6 +124,7 @@ struct StepPrediction {
   double predicted_step_ms = 0;      // with the fixes of the given findings, all together
   size_t fixes_applied = 0;          // findings whose transform is in that replay
   size_t ledger_only = 0;            // findings without a transform (not in the replay)
+  size_t per_sample_only = 0;        // batch-size fixes: predicted per sample, not in the replay
   // The steps replayed: every steady step, or a representative window of them (whatif::StepWindow).
   size_t replayed_steps = 0, steady_steps = 0;
   uint32_t first_replayed_step = kNone;  // index into Analysis::steps

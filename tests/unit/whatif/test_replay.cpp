@@ -193,3 +193,80 @@ TEST_CASE("whatif: the replay times a lone step as the analysis does (a late-clo
     CHECK(result.replayed_step_ms == doctest::Approx(0.140));
   }
 }
+
+// Step k runs from 1000 + 100k µs: Python 1 µs, aten::upsample (60 µs, launches nothing), a launch at +65,
+// its 20 µs kernel at +71, cudaStreamSynchronize +75..+93, Python to +100. The sync leaves the GPU empty,
+// so it idles through the next step's aten::upsample: the ledger charges that to cpu-work.
+TEST_CASE("whatif: background with host_time charged_idle moves only the host time the ledger charged") {
+  testing::TraceBuilder trace(testing::Era::Kineto2023);
+  trace.device(0, "NVIDIA A100", 8, 0, 80LL << 30);
+  for (int k = 0; k < 4; ++k) {
+    const double s = 1000 + 100.0 * k;
+    trace.annotation("ProfilerStep#" + std::to_string(k + 1), s, 100);
+    trace.cpu_op("aten::upsample", s + 1, 60);
+    trace.launch("conv_kernel", s + 65, 5, s + 71, 20);
+    trace.runtime("cudaStreamSynchronize", s + 75, 18, trace.next_correlation());
+  }
+  Timeline timeline = trace.load();
+  Analysis analysis = analyze(timeline);
+  REQUIRE(analysis.steady_step_count() == 4);
+  whatif::Graph graph = whatif::build_graph(analysis);
+  whatif::Fix moved;
+  moved.spec.primitive = whatif::Primitive::Background;
+  moved.spec.host_time = whatif::TransformSpec::HostTime::ChargedIdle;
+  int64_t charged = 0;
+  for (uint32_t k = 0; k < analysis.idle.size(); ++k) {
+    const IdleGap& gap = analysis.idle[k];
+    if (gap.cause == IdleCause::CpuWork && gap.culprit != kNone && timeline.name(gap.culprit) == "aten::upsample") {
+      moved.idle_gaps.push_back(k);
+      charged += gap.duration_ns();
+    }
+  }
+  // Every step: the GPU idles through all 60 µs of aten::upsample.
+  CHECK(moved.idle_gaps.size() == 4);
+  CHECK(charged == 4 * 60000);
+  const whatif::ReplayResult base = whatif::replay(graph);
+  CHECK(base.replayed_step_ms == doctest::Approx(0.100));
+  CHECK(whatif::replay(graph, {moved}).replayed_step_ms == doctest::Approx(0.100 - 0.060));
+  // Only the stretches move: without them nothing does.
+  whatif::Fix nothing = moved;
+  nothing.idle_gaps.clear();
+  CHECK(whatif::replay(graph, {nothing}).replayed_step_ms == doctest::Approx(0.100));
+  // Half a stretch: the other 30 µs of the op stay on the thread.
+  std::vector<IdleGap> halves = analysis.idle;
+  for (uint32_t k : moved.idle_gaps) analysis.idle[k].end_ns -= 30000;
+  CHECK(whatif::replay(graph, {moved}).replayed_step_ms == doctest::Approx(0.100 - 0.030));
+  analysis.idle = halves;
+}
+
+// The GPU work a batch-size fix scales, 20 µs per step, fills a 100 µs step at 8x (16x is past it).
+TEST_CASE("whatif: batch scales the selected GPU work and stops where it fills the step") {
+  testing::TraceBuilder trace(testing::Era::Kineto2023);
+  trace.device(0, "NVIDIA A100", 8, 0, 80LL << 30);
+  for (int k = 0; k < 4; ++k) {
+    const double s = 1000 + 100.0 * k;
+    trace.annotation("ProfilerStep#" + std::to_string(k + 1), s, 100);
+    trace.cpu_op("aten::upsample", s + 1, 60);
+    trace.launch("conv_kernel", s + 65, 5, s + 71, 20);
+    trace.runtime("cudaStreamSynchronize", s + 75, 18, trace.next_correlation());
+  }
+  Timeline timeline = trace.load();
+  Analysis analysis = analyze(timeline);
+  whatif::Graph graph = whatif::build_graph(analysis);
+  whatif::Fix bigger;
+  bigger.spec.primitive = whatif::Primitive::Batch;
+  bigger.spec.factor = 0;  // from the memory headroom: this trace has no [memory] events, so no larger batch
+  bigger.events = all(timeline, "conv_kernel");
+  whatif::BatchFactor unknown = whatif::batch_factor(graph, bigger);
+  CHECK(unknown.factor == 1);
+  CHECK(unknown.memory_limit == 1);
+  CHECK(unknown.gpu_ms == doctest::Approx(0.020));
+  bigger.spec.factor = 4;  // given: each kernel takes 80 µs and the sync waits for it
+  CHECK(whatif::batch_factor(graph, bigger).factor == 4);
+  CHECK(whatif::replay(graph, {bigger}).replayed_step_ms == doctest::Approx(0.100 + 0.060));
+  // The memory headroom: 2 GiB held, 3 GiB at the peak, 80 GiB: (0.8 * 80 - 2) / 1 = 62 -> 32x.
+  whatif::MemoryUse use{2LL << 30, 3LL << 30, 80LL << 30};
+  CHECK(whatif::batch_headroom(use, 0.8) == 32);
+  CHECK(whatif::batch_headroom(use, 0.05) == 2);  // 4 GiB: 2 + 2 * 1 fits, 2 + 4 * 1 does not
+  CHECK(whatif::batch_headroom(whatif::MemoryUse{}, 0.8) == 1);
+}

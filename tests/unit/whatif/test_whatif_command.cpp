@@ -114,7 +114,15 @@ TEST_CASE("whatif command: the findings are check's, with the same selection and
 TEST_CASE("transform: primitives and parameters are validated with their position") {
   CHECK(error_of(rule_with("transform:\n  apply:\n    - remove: {}\n  method: gone\n")) == "(no error)");
   CHECK(error_of(rule_with("transform:\n  apply:\n    - vanish: {}\n  method: gone\n")) ==
-        "r.yaml:15:7: transform.apply: unknown primitive 'vanish'; expected remove, scale, make_async, fuse, overlap or background");
+        "r.yaml:15:7: transform.apply: unknown primitive 'vanish'; expected remove, scale, make_async, fuse, overlap, background or batch");
+  CHECK(error_of(rule_with("transform:\n  apply:\n    - background: {host_time: charged_idle}\n  method: m\n")) == "(no error)");
+  CHECK(error_of(rule_with("transform:\n  apply:\n    - background: {host_time: some}\n  method: m\n")) ==
+        "r.yaml:15:31: transform.apply.background.host_time: expected events or charged_idle, got 'some'");
+  CHECK(error_of(rule_with("transform:\n  apply:\n    - batch: {factor: 8}\n  method: m\n")) == "(no error)");
+  CHECK(error_of(rule_with("transform:\n  apply:\n    - batch: {factor: 0.5}\n  method: m\n")) ==
+        "r.yaml:15:23: transform.apply.batch.factor: expected a number from 1 to 1024, got '0.5'");
+  CHECK(error_of(rule_with("transform:\n  apply:\n    - batch: {factor: 8, memory_target: 0.5}\n  method: m\n")) ==
+        "r.yaml:15:14: transform.apply.batch: expected at most one of factor or memory_target");
   CHECK(error_of(rule_with("transform:\n  apply:\n    - scale: {}\n  method: m\n")) ==
         "r.yaml:15:14: transform.apply.scale: expected exactly one of table or factor");
   CHECK(error_of(rule_with("transform:\n  apply:\n    - scale: {table: magic}\n  method: m\n")) ==

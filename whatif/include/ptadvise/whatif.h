@@ -120,6 +120,8 @@ enum class Primitive : uint8_t {
   Fuse,          // per step, the GPU kernels become one with their summed time; the other launches go
   Overlap,       // communication kernels leave their stream's order: they overlap the compute after them
   Background,    // host time moves to `workers` background lanes that run ahead (data loading)
+  Batch,         // the batch grows by a factor: the selected (batch-proportional) GPU ops take factor × their
+                 // time, host time stays; the prediction is per sample (a step then holds factor × the samples)
 };
 std::string_view to_string(Primitive primitive);
 std::optional<Primitive> parse_primitive(std::string_view text);
@@ -131,9 +133,14 @@ std::optional<ScaleTable> parse_scale_table(std::string_view text);
 struct TransformSpec {
   Primitive primitive = Primitive::Remove;
   ScaleTable table = ScaleTable::None;
-  double factor = 1.0;  // Scale without a table
+  double factor = 1.0;  // Scale without a table; Batch: the batch factor (0: from the memory headroom)
+  double memory_target = 0.8;  // Batch without a factor: the share of GPU memory the larger batch may allocate
   int workers = 4;      // Background: worker processes (num_workers)
   int prefetch = 2;     // Background: batches each worker has ready when the window opens (prefetch_factor)
+  // Background: which host time moves. Events: all of the selected events' host time. ChargedIdle: only the
+  // launching thread's time inside the idle stretches the step ledger charged to the finding
+  // (Fix::idle_gaps), i.e. the host work the GPU waited for, not the rest of the ops it ran in.
+  enum class HostTime : uint8_t { Events, ChargedIdle } host_time = HostTime::Events;
   // What the transform touches of the selected events: the GPU work they launched only ("gpu"), their
   // host time only ("host"), or both (default).
   bool host = true;
@@ -148,6 +155,7 @@ struct Fix {
   std::vector<EventIndex> events;
   std::string label;  // rule id or finding, for messages
   std::string method;  // what the fix changes, phrased for the user
+  std::vector<uint32_t> idle_gaps = {};  // HostTime::ChargedIdle: the finding's stretches, indices into Analysis::idle
 };
 
 // ---- replay ----------------------------------------------------------------------------------------
@@ -184,6 +192,27 @@ ReplayResult replay(const Graph& graph, const std::vector<Fix>& fixes = {}, bool
 
 // Measured, replayed, and why they differ when they differ by more than 3% (empty otherwise).
 std::string replay_discrepancy(const Graph& graph, const ReplayResult& result);
+
+// The batch factor a `batch` fix applies: its own factor; else the smallest power of two at which the
+// GPU work it scales (linearly) fills the measured step, beyond which a larger batch adds no throughput
+// under that model, and never more than the memory headroom allows (batch_headroom). 1 when nothing tells.
+struct BatchFactor {
+  double factor = 1.0;
+  double memory_limit = 1.0;  // batch_headroom (0 when the fix gives its own factor)
+  double gpu_ms = 0;          // per steady step, the GPU work it scales
+};
+BatchFactor batch_factor(const Graph& graph, const Fix& fix);
+
+// What the steady steps allocate on the GPU ([memory] events, profile_memory=True): `held` is the least
+// allocated at any point of them (weights, optimizer state: memory a larger batch does not grow), `peak`
+// the most; peak - held is what one step's batch adds (activations, the batch itself).
+struct MemoryUse {
+  int64_t held = 0, peak = 0, device_bytes = 0;
+  bool known() const { return device_bytes > 0 && peak > held && held >= 0; }
+};
+MemoryUse memory_use(const Analysis& analysis);
+// The largest power of two f with held + f * (peak - held) <= target * device memory; 1 when unknown.
+double batch_headroom(const MemoryUse& use, double target);
 
 // This trace's pinned-copy bandwidth per direction, measured once for all the ops a transform scales.
 struct CopyRates {
