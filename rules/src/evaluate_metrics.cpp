@@ -1,0 +1,217 @@
+// Metric values per step (counts, times, bytes, built-ins, idle time, arithmetic), cached per trace or per
+// group, and the conditions (`when:`) that compare them (docs/RULE_LANGUAGE.md "Metrics", "Conditions").
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "evaluator.h"
+
+namespace ptadvise::rule_evaluation {
+
+namespace {
+
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+
+}  // namespace
+
+double Evaluator::builtin(const std::string& name) const {
+  if (name == "steps") return static_cast<double>(a_.steady_step_count());
+  if (name == "step_period_ms") return step_period_ms_;
+  if (name == "median_step_ms") return a_.median_step_ns() / 1e6;
+  if (name == "warmup_steps") return static_cast<double>(a_.warmup_step_count());
+  if (name == "max_step_ms" || name == "first_step_ms" || name == "warmup_ms") {
+    if (a_.steps.empty()) return 0;
+    if (name == "first_step_ms") return static_cast<double>(a_.steps.front().period_ns) / 1e6;
+    int64_t longest = 0, warmup = 0;
+    for (uint32_t s = 0; s < a_.steps.size(); ++s) {
+      if (a_.steps[s].warmup) warmup += a_.steps[s].period_ns;
+      if (a_.is_steady(s)) longest = std::max(longest, a_.steps[s].period_ns);
+    }
+    return static_cast<double>(name == "warmup_ms" ? warmup : longest) / 1e6;
+  }
+  if (name == "has_gpu") return a_.devices.empty() ? 0 : 1;
+  if (name == "gpu_busy_pct") return gpu_busy_pct();
+  if (name == "compute_capability" || name == "gpu_memory_bytes") {
+    double best = -1;
+    for (const auto& device : tl_.devices) {
+      bool active = a_.devices.empty() ||
+                    std::find(a_.devices.begin(), a_.devices.end(), device.id) != a_.devices.end();
+      if (!active) continue;
+      double value = name == "gpu_memory_bytes"
+                         ? static_cast<double>(device.total_global_mem)
+                         : (device.compute_major < 0 ? -1.0 : device.compute_major + device.compute_minor / 10.0);
+      best = std::max(best, value);
+    }
+    return best;
+  }
+  return kNaN;
+}
+
+double Evaluator::gpu_busy_pct() const {
+  if (a_.steps.empty() || a_.busy.empty()) return 0;
+  int64_t length = 0;
+  for (uint32_t s = 0; s < a_.steps.size(); ++s) {
+    if (a_.is_steady(s)) length += a_.step_windows[s].end_ns - a_.step_windows[s].start_ns;
+  }
+  if (length <= 0) return 0;
+  double total = 0;
+  for (const auto& intervals : a_.busy) {
+    int64_t busy = 0;
+    for (uint32_t s = 0; s < a_.steps.size(); ++s) {
+      if (!a_.is_steady(s)) continue;
+      const Interval& window = a_.step_windows[s];
+      // Busy intervals are sorted and disjoint: start at the first one ending after the window opens.
+      auto it = std::upper_bound(intervals.begin(), intervals.end(), window.start_ns,
+                                 [](int64_t t, const Interval& i) { return t < i.end_ns; });
+      for (; it != intervals.end() && it->start_ns < window.end_ns; ++it) {
+        busy += std::min(it->end_ns, window.end_ns) - std::max(it->start_ns, window.start_ns);
+      }
+    }
+    total += static_cast<double>(busy) / static_cast<double>(length);
+  }
+  return total / static_cast<double>(a_.busy.size()) * 100.0;
+}
+
+double Evaluator::compute(size_t metric_index) {
+  const Metric& metric = rule_->metrics[metric_index];
+  const double steps = static_cast<double>(steps_);
+  switch (metric.kind) {
+    case MetricKind::Count: return static_cast<double>(events_of(metric).size()) / steps;
+    case MetricKind::Time:
+    case MetricKind::ShareOfStep: {
+      double total = 0;
+      for (EventIndex e : events_of(metric)) total += static_cast<double>(ev_.dur_ns[e]);
+      double ms = total / steps / 1e6;
+      if (metric.kind == MetricKind::Time) return ms;
+      return step_period_ms_ > 0 ? ms / step_period_ms_ * 100.0 : 0.0;
+    }
+    case MetricKind::Max: {
+      int64_t longest = 0;
+      for (EventIndex e : events_of(metric)) longest = std::max(longest, ev_.dur_ns[e]);
+      return static_cast<double>(longest) / 1e6;
+    }
+    case MetricKind::Bytes: {
+      double total = 0;
+      for (EventIndex e : events_of(metric)) {
+        if (auto bytes = tl_.arg_double(e, "bytes")) total += *bytes;
+      }
+      return total / steps;
+    }
+    case MetricKind::StepsPresent: {
+      std::vector<uint8_t> present(a_.steps.size(), 0);
+      size_t count = 0;
+      for (EventIndex e : events_of(metric)) {
+        uint32_t s = step(e);
+        if (s < present.size() && !present[s]) {
+          present[s] = 1;
+          ++count;
+        }
+      }
+      // Over the steady steps, the only ones whose events are selected (warm-up and a cut-short last step
+      // never are).
+      return a_.steps.empty() ? 0.0 : static_cast<double>(count) / static_cast<double>(steps_) * 100.0;
+    }
+    case MetricKind::MaxArg: {
+      double best = kNaN;
+      for (EventIndex e : events_of(metric)) {
+        if (auto value = tl_.arg_double(e, metric.arg_key)) best = std::isnan(best) ? *value : std::max(best, *value);
+      }
+      return best;
+    }
+    case MetricKind::Idle: {
+      const auto& gaps = gaps_for(metric_index);
+      if (metric.idle_stat == IdleStat::PerStep) {
+        double total = 0;
+        for (uint32_t k : gaps) total += static_cast<double>(a_.idle[k].duration_ns());
+        return total / steps / 1e6;
+      }
+      if (metric.idle_stat == IdleStat::MaxGap) {
+        int64_t longest = 0;
+        for (uint32_t k : gaps) longest = std::max(longest, a_.idle[k].duration_ns());
+        return static_cast<double>(longest) / 1e6;
+      }
+      // GapEveryStep: the smallest, over steps, of each step's longest gap.
+      std::vector<int64_t> longest(a_.steps.size(), 0);
+      for (uint32_t k : gaps) {
+        uint32_t s = a_.idle[k].step;
+        if (s < longest.size()) longest[s] = std::max(longest[s], a_.idle[k].duration_ns());
+      }
+      if (longest.empty()) return 0;
+      return static_cast<double>(*std::min_element(longest.begin(), longest.end())) / 1e6;
+    }
+    case MetricKind::Ratio: {
+      double numerator = value(metric.operands[0]), denominator = value(metric.operands[1]);
+      if (std::isnan(numerator) || std::isnan(denominator) || denominator == 0) return kNaN;
+      return numerator / denominator;
+    }
+    case MetricKind::Sum: {
+      double total = 0;
+      for (size_t operand : metric.operands) {
+        double v = value(operand);
+        if (!std::isnan(v)) total += v;
+      }
+      return total;
+    }
+    case MetricKind::Percent: {
+      double ms = value(metric.operands[0]);
+      return step_period_ms_ > 0 && !std::isnan(ms) ? ms / step_period_ms_ * 100.0 : 0.0;
+    }
+    case MetricKind::Builtin: return builtin(metric.builtin);
+    case MetricKind::Threshold: return thresholds_[metric.threshold];
+    case MetricKind::Literal: return metric.literal;
+  }
+  return kNaN;
+}
+
+bool Evaluator::depends_on_group(size_t metric_index) const {
+  const Metric& metric = rule_->metrics[metric_index];
+  if (metric.site_scoped) return true;
+  for (size_t operand : metric.operands) {
+    if (depends_on_group(operand)) return true;
+  }
+  return false;
+}
+
+double Evaluator::value(size_t metric_index) {
+  if (group_values_[metric_index]) return *group_values_[metric_index];
+  if (trace_values_[metric_index]) return *trace_values_[metric_index];
+  double result = compute(metric_index);
+  if (depends_on_group(metric_index)) group_values_[metric_index] = result;
+  else trace_values_[metric_index] = result;
+  return result;
+}
+
+bool Evaluator::holds(const Condition& condition) {
+  switch (condition.kind) {
+    case Condition::Kind::All:
+      for (const auto& child : condition.children) {
+        if (!holds(child)) return false;
+      }
+      return true;
+    case Condition::Kind::Any:
+      for (const auto& child : condition.children) {
+        if (holds(child)) return true;
+      }
+      return false;
+    case Condition::Kind::Not: return !holds(condition.children[0]);
+    case Condition::Kind::Truthy: {
+      double v = value(condition.left);
+      return !std::isnan(v) && v != 0;
+    }
+    case Condition::Kind::Compare: {
+      double left = value(condition.left), right = value(condition.right);
+      if (std::isnan(left) || std::isnan(right)) return false;  // undefined values never pass
+      switch (condition.op) {
+        case CompareOp::Lt: return left < right;
+        case CompareOp::Le: return left <= right;
+        case CompareOp::Gt: return left > right;
+        case CompareOp::Ge: return left >= right;
+        case CompareOp::Eq: return left == right;
+        case CompareOp::Ne: return left != right;
+      }
+    }
+  }
+  return false;
+}
+
+}  // namespace ptadvise::rule_evaluation

@@ -1,0 +1,148 @@
+// Internal to rules/: runs one compiled rule on an analysed timeline — select, group by site, aggregate per
+// step, compare, assemble the findings. Every pass is linear in the events (plus ancestor walks); names are
+// matched once per interned string. The members are defined by responsibility: evaluator.cpp (the run of
+// one rule, and evaluate()), evaluate_selection.cpp (selections: names, kinds, steps, args, ancestors,
+// sequences), evaluate_sites.cpp (site keys and groups), evaluate_metrics.cpp (metric values and
+// conditions), evaluate_idle.cpp (the ledger gaps a metric counts) and evaluate_findings.cpp (evidence,
+// savings, claims and messages).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "ptadvise/analysis.h"
+#include "rule_model.h"
+#include "step_claims.h"
+
+namespace ptadvise::rule_evaluation {
+
+constexpr int64_t kNestingToleranceNs = 1000;  // float µs timestamps rounded separately (KINETO.md)
+constexpr int kMaxAncestorDepth = 256;         // guards against a malformed parent chain
+
+struct Group {
+  std::vector<EventIndex> events;
+};
+
+// Per-track time index of one selection, for the sequence predicates.
+struct TrackIndex {
+  struct Span {
+    int64_t start, end;
+    EventIndex event;
+  };
+  std::unordered_map<uint32_t, std::vector<Span>> by_start;  // sorted by start
+  std::unordered_map<uint32_t, std::vector<Span>> by_end;    // sorted by end
+};
+
+class Evaluator {
+ public:
+  Evaluator(const Analysis& analysis, std::vector<uint8_t>& claimed, StepClaims& step_claims);
+
+  static bool contiguous(const IdleGap& current, const IdleGap& following) {
+    return following.device == current.device && following.step == current.step &&
+           following.start_ns <= current.end_ns + kNestingToleranceNs;
+  }
+
+  std::vector<Finding> run(const RuleInfo& info, const CompiledRule& rule, const EvaluateOptions& options);
+
+ private:
+  // ---- selection (evaluate_selection.cpp) -------------------------------------------------------
+
+  EventIndex anchor(EventIndex i) const {
+    // GPU-side events are placed on the host by their launching call.
+    if (is_gpu_side(ev_.kind[i])) return i < ev_.launch.size() ? ev_.launch[i] : kNone;
+    return i;
+  }
+
+  // A launch call that returns no earlier than the end of the GPU op it launched.
+  bool waits_for_gpu(EventIndex i) const;
+
+  EventIndex parent(EventIndex i) const { return i < ev_.parent.size() ? ev_.parent[i] : kNone; }
+
+  uint32_t step(EventIndex i) const { return i < a_.event_step.size() ? a_.event_step[i] : kNone; }
+
+  bool any_ancestor(EventIndex i, NameCache& cache) const;
+  std::optional<std::string> arg_text(EventIndex i, const ArgPredicate& predicate) const;
+  std::optional<double> arg_number(EventIndex i, const ArgPredicate& predicate) const;
+  bool arg_holds(EventIndex i, const ArgPredicate& predicate) const;
+  const TrackIndex& track_index(size_t selection);
+  bool sequence_holds(EventIndex i, const SequencePredicate& sequence);
+  std::vector<EventIndex> select(const Selection& selection);
+
+  // ---- sites (evaluate_sites.cpp) ---------------------------------------------------------------
+
+  EventIndex op_of(EventIndex i) const;
+  std::string source_text(EventIndex i) const;
+  std::string site_key(EventIndex i, SiteKey key) const;
+  std::vector<Group> make_groups(const CompiledRule& rule) const;
+
+  // ---- metrics and conditions (evaluate_metrics.cpp) --------------------------------------------
+
+  const std::vector<EventIndex>& events_of(const Metric& metric) const {
+    return metric.site_scoped ? groups_[group_].events : selected_[metric.selection];
+  }
+
+  double builtin(const std::string& name) const;
+
+  // Busy share of the steady steps' windows, averaged over devices.
+  double gpu_busy_pct() const;
+  double compute(size_t metric_index);
+  bool depends_on_group(size_t metric_index) const;
+  double value(size_t metric_index);
+  bool holds(const Condition& condition);
+
+  // ---- idle time from the ledger (evaluate_idle.cpp) --------------------------------------------
+
+  // Gaps of the ledger a metric counts, per group (site-scoped) or as one list.
+  const std::vector<std::vector<uint32_t>>& idle_gaps(size_t metric_index);
+
+  // A matched blocking call's gap also takes the gaps of the host's refill after it.
+  void extend_to_refill(const Metric& metric, std::vector<std::vector<uint32_t>>& out) const;
+
+  // The gaps a metric counts for the current group.
+  const std::vector<uint32_t>& gaps_for(size_t metric_index);
+
+  // ---- findings (evaluate_findings.cpp) ---------------------------------------------------------
+
+  std::string track_text(EventIndex i) const;
+  std::string idle_breakdown(size_t top = 3);
+
+  // The culprits of the gaps counted by the rule's first idle metric, by name, largest first.
+  std::string idle_culprits(size_t top = 3);
+
+  // The message template filled in for the current group; `brief` for a short_message.
+  std::string render(const Template& parts, const Site& site, bool brief = false);
+  Finding make_finding(const RuleInfo& info, const CompiledRule& rule, const EvaluateOptions& options);
+
+  // Why a saving is below what the rule's terms ask for, for the finding's method.
+  std::string limited_note(double gpu_ms, double other_ms, const StepClaims::Grant& granted) const;
+
+  // A transform's events: the group's, or (`select:`) every event of another selection.
+  std::vector<EventIndex> transform_events(const CompiledRule& rule, const std::string& selection, const Group& group);
+
+  const Analysis& a_;
+  const Timeline& tl_;
+  const Events& ev_;
+  std::vector<uint8_t>& claimed_;
+  StepClaims& step_claims_;
+  std::vector<int64_t> stretch_ns_;  // per ledger entry: length of the idle stretch it belongs to
+  size_t steps_ = 1;
+  double step_period_ms_ = 0;
+
+  const CompiledRule* rule_ = nullptr;
+  std::vector<double> thresholds_;
+  bool below_noise_floor_ = false;
+  std::vector<std::vector<EventIndex>> selected_;
+  std::vector<TrackIndex> indexes_;
+  std::vector<bool> indexed_;
+  std::vector<Group> groups_;
+  size_t group_ = 0;
+  std::vector<std::vector<std::vector<uint32_t>>> idle_gaps_;
+  std::vector<bool> idle_ready_;
+  std::vector<std::optional<double>> group_values_;
+  std::vector<std::optional<double>> trace_values_;
+};
+
+}  // namespace ptadvise::rule_evaluation
