@@ -84,7 +84,7 @@ struct Metadata {
 // Reads the collective's description from one event's args (kernel args in newer traces, record_param_comms
 // and nccl:* records on the host) into `meta`, keeping what is already known.
 void read_metadata(const Timeline& timeline, EventIndex e, Metadata& meta) {
-  if (!timeline.has_args(e)) return;
+  if (timeline.events.args_length[e] == 0) return;
   if (!meta.type || *meta.type == CollectiveType::Other) {
     if (auto name = timeline.arg_string(e, "Collective name"); name && !name->empty()) {
       meta.type = collective_type_from_text(*name);

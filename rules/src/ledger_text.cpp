@@ -41,7 +41,7 @@ bool has_call_stacks(const Timeline& timeline) {
   size_t checked = 0;
   const Events& events = timeline.events;
   for (EventIndex e = 0; e < events.size() && checked < kOpsChecked; ++e) {
-    if (events.kind[e] != EventKind::CpuOp || !timeline.has_args(e)) continue;
+    if (events.kind[e] != EventKind::CpuOp || events.args_length[e] == 0) continue;
     ++checked;
     if (auto stack = timeline.arg_string(e, "Call stack"); stack && !stack->empty()) return true;
   }

@@ -22,6 +22,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     }
     if (events.track[i] >= timeline->tracks.size()) __builtin_trap();
     if (events.dur_ns[i] < 0 || events.ts_ns[i] < 0) __builtin_trap();
+    if (events.args_offset[i] + events.args_length[i] > timeline->buffer_size) __builtin_trap();
   }
   for (const auto& device : timeline->devices) (void)timeline->device(device.id);
   return 0;

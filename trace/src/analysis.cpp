@@ -275,7 +275,7 @@ std::optional<SourceLocation> own_source(const Timeline& timeline, EventIndex e)
   } else if (kind != EventKind::CpuOp && kind != EventKind::UserAnnotation) {
     return std::nullopt;
   }
-  if (!timeline.has_args(e)) return std::nullopt;
+  if (events.args_length[e] == 0) return std::nullopt;
   auto stack = timeline.arg_string(e, "Call stack");
   if (!stack || stack->empty()) return std::nullopt;
   return first_user_frame_of_stack(*stack);

@@ -4,15 +4,30 @@
 
 #include <simdjson.h>
 
+#include <memory>
 #include <string>
 #include <string_view>
 #include <unordered_map>
 #include <vector>
 
-#include "ptadvise/arg_store.h"
 #include "ptadvise/timeline.h"
 
 namespace ptadvise::detail {
+
+// Deduplicated strings with dense ids in order of first use; views stay valid (pages never move).
+class StringTable {
+ public:
+  uint32_t intern(std::string_view text);
+  std::string_view view(uint32_t id) const { return views_[id]; }
+  size_t size() const { return views_.size(); }
+
+ private:
+  void grow();
+  std::vector<std::unique_ptr<char[]>> pages_;
+  size_t page_used_ = 0, page_size_ = 0;
+  std::vector<std::string_view> views_;
+  std::vector<uint32_t> slots_;  // id + 1; 0 = empty
+};
 
 struct EventChunk {
   EventChunk() { strings.intern(""); }  // local id 0 is the empty string, as in StringPool
@@ -23,11 +38,11 @@ struct EventChunk {
   std::vector<StringId> name, category;
   std::vector<uint32_t> track;
   std::vector<int64_t> correlation, external_id;
+  std::vector<uint64_t> args_offset;  // in the file, as Events::args_offset
+  std::vector<uint32_t> args_length;
 
-  TextPool strings;           // local StringId -> text, in order of first use
+  StringTable strings;           // local StringId -> text, in order of first use
   std::vector<Track> tracks;  // pid_text, tid_text and name are local string ids
-  ArgStore::Block args;       // first_event is set at merge
-  TextPool arg_keys, arg_values;
   std::vector<int64_t> flow_correlation;
   struct Name {  // a process_name / thread_name metadata event
     bool thread = false;
@@ -49,22 +64,24 @@ enum class EventStatus { Stored, Skipped, Malformed, Fatal };
 // Reads events (simdjson On-Demand objects) into a chunk. One per thread; `reset` starts a new chunk.
 class ChunkParser {
  public:
-  ChunkParser() : intern_cache_(4096), key_cache_(256), value_cache_(8192) {}
+  ChunkParser() : intern_cache_(4096) {}
   EventChunk& chunk() { return chunk_; }
   EventChunk take();
+  // The events parsed next lie in a copy of the file's bytes from `file_offset` on at `text`.
+  void set_origin(const char* text, size_t file_offset) {
+    origin_ = text;
+    origin_offset_ = file_offset;
+  }
   // `offset` is the event's position in the file, for messages.
-  EventStatus parse_event(simdjson::ondemand::object& object, size_t offset);
+  EventStatus parse_event(simdjson::ondemand::object& object, simdjson::ondemand::document& doc, size_t offset);
   void note_malformed(size_t offset, const std::string& reason);
 
  private:
   struct EventFields;
-  bool read_args(simdjson::ondemand::value& value, EventFields& fields);
-  void encode_arg(std::string_view key, simdjson::ondemand::value& value);
+  bool read_args(simdjson::ondemand::value& value, simdjson::ondemand::document& doc, EventFields& fields);
   EventStatus store(EventFields& fields, size_t offset);
   uint32_t track_for(const EventFields& fields, EventKind kind);
   StringId intern(std::string_view text);
-  uint32_t arg_key(std::string_view key);
-  uint32_t arg_value(std::string_view text);
   void clear_caches();
 
   EventChunk chunk_;
@@ -75,7 +92,9 @@ class ChunkParser {
     size_t length = 0;
     uint32_t id = 0;
   };
-  std::vector<CachedString> intern_cache_, key_cache_, value_cache_;
+  std::vector<CachedString> intern_cache_;
+  const char* origin_ = nullptr;
+  size_t origin_offset_ = 0;
   std::vector<uint8_t> category_kind_;  // per local category id: EventKind + 1, 0 = not yet known
   std::unordered_map<uint64_t, uint32_t> cpu_tracks_, gpu_tracks_;
   std::string_view last_pid_token_, last_tid_token_;  // one-entry caches: consecutive events share pid and tid

@@ -86,7 +86,8 @@ TraceParser::SingleResult TraceParser::parse_single_event(size_t start) {
         return {end, false, false};
       }
       if (!error) {
-        EventStatus status = single_.parse_event(object, start);
+        single_.set_origin(data_, 0);
+        EventStatus status = single_.parse_event(object, doc, start);
         if (status != EventStatus::Fatal) return {end, false, false};
         error = simdjson::TAPE_ERROR;
         const char* location = nullptr;

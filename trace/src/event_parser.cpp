@@ -3,7 +3,6 @@
 #include <cstring>
 #include <unordered_map>
 
-#include "arg_encoding.h"
 #include "event_chunk.h"
 #include "numbers.h"
 
@@ -67,6 +66,45 @@ bool same_text(const char* cached, size_t length, std::string_view text) {
 
 }  // namespace
 
+void StringTable::grow() {
+  std::vector<uint32_t> slots(std::max<size_t>(64, slots_.size() * 2), 0);
+  const size_t mask = slots.size() - 1;
+  for (uint32_t id = 0; id < views_.size(); ++id) {
+    size_t at = std::hash<std::string_view>{}(views_[id]) & mask;
+    while (slots[at] != 0) at = (at + 1) & mask;
+    slots[at] = id + 1;
+  }
+  slots_ = std::move(slots);
+}
+
+uint32_t StringTable::intern(std::string_view text) {
+  if ((views_.size() + 1) * 2 > slots_.size()) grow();
+  const size_t mask = slots_.size() - 1;
+  size_t at = std::hash<std::string_view>{}(text) & mask;
+  for (;; at = (at + 1) & mask) {
+    const uint32_t slot = slots_[at];
+    if (slot == 0) break;
+    if (views_[slot - 1] == text) return slot - 1;
+  }
+  const char* stored = "";
+  if (!text.empty()) {
+    if (page_size_ - page_used_ < text.size()) {
+      // Pages grow from 16 KiB to 1 MiB (or the text's size): most tables (one per window) stay small.
+      page_size_ = std::max(text.size(), std::min(size_t{1} << 20, std::max(page_size_ * 2, size_t{16} << 10)));
+      pages_.push_back(std::unique_ptr<char[]>(new char[page_size_]));
+      page_used_ = 0;
+    }
+    char* page = pages_.back().get() + page_used_;
+    std::memcpy(page, text.data(), text.size());
+    page_used_ += text.size();
+    stored = page;
+  }
+  const auto id = static_cast<uint32_t>(views_.size());
+  views_.emplace_back(stored, text.size());
+  slots_[at] = id + 1;
+  return id;
+}
+
 void EventChunk::reserve(size_t events) {
   ts_ns.reserve(events);
   dur_ns.reserve(events);
@@ -76,7 +114,8 @@ void EventChunk::reserve(size_t events) {
   track.reserve(events);
   correlation.reserve(events);
   external_id.reserve(events);
-  args.begin.reserve(events + 1);
+  args_offset.reserve(events);
+  args_length.reserve(events);
 }
 
 // What one event's fields said, before it is stored.
@@ -91,14 +130,13 @@ struct ChunkParser::EventFields {
   bool has_category = false;
   std::string_view pid_token, tid_token;  // raw tokens (numbers or quoted strings)
   std::string_view args_name;             // args.name, for metadata events
-  size_t args_size = kNotFound;           // size of the args record before this event's args
+  uint64_t args_offset = 0;  // in the file
+  uint32_t args_length = 0;
   int64_t correlation = -1, external_id = -1, device = -1, stream = -1, flow_id = -1;
 };
 
 void ChunkParser::clear_caches() {
   std::fill(intern_cache_.begin(), intern_cache_.end(), CachedString{});
-  std::fill(key_cache_.begin(), key_cache_.end(), CachedString{});
-  std::fill(value_cache_.begin(), value_cache_.end(), CachedString{});
   category_kind_.clear();
   cpu_tracks_.clear();
   gpu_tracks_.clear();
@@ -107,9 +145,6 @@ void ChunkParser::clear_caches() {
 }
 
 EventChunk ChunkParser::take() {
-  if (chunk_.args.begin.empty() || chunk_.args.begin.size() == chunk_.size()) {
-    chunk_.args.begin.push_back(static_cast<uint32_t>(chunk_.args.bytes.size()));  // the end of the last record
-  }
   EventChunk out = std::move(chunk_);
   chunk_ = EventChunk();
   clear_caches();
@@ -124,72 +159,12 @@ StringId ChunkParser::intern(std::string_view text) {
   return id;
 }
 
-uint32_t ChunkParser::arg_key(std::string_view key) {
-  CachedString& slot = key_cache_[cache_slot(key, key_cache_.size())];
-  if (same_text(slot.text, slot.length, key)) return slot.id;
-  const uint32_t id = chunk_.arg_keys.intern(key);
-  slot = {chunk_.arg_keys.view(id).data(), key.size(), id};
-  return id;
-}
-
-uint32_t ChunkParser::arg_value(std::string_view text) {
-  CachedString& slot = value_cache_[cache_slot(text, value_cache_.size())];
-  if (same_text(slot.text, slot.length, text)) return slot.id;
-  const uint32_t id = chunk_.arg_values.intern(text);
-  slot = {chunk_.arg_values.view(id).data(), text.size(), id};
-  return id;
-}
-
-// Appends args[key] to the event's record. Strings are unescaped, plain integers kept as numbers, other
-// values as their JSON text; a value that cannot be read is recorded as null (a lookup finds nothing).
-void ChunkParser::encode_arg(std::string_view key_text, ondemand::value& value) {
-  const uint32_t key = arg_key(key_text);
-  std::vector<uint8_t>& out = chunk_.args.bytes;
-  auto put = [&](ArgStore::Type type, uint64_t payload, bool has_payload) {
-    write_varint(out, (uint64_t{key} << 2) | static_cast<uint64_t>(type));
-    if (has_payload) write_varint(out, payload);
-  };
-  std::string_view token = value.raw_json_token();
-  while (!token.empty() && is_json_space(token.back())) token.remove_suffix(1);
-  if (token.empty()) return put(ArgStore::Type::Null, 0, false);
-  switch (token.front()) {
-    case '"': {
-      // Without a backslash the text between the quotes is the string (simdjson has checked its UTF-8).
-      std::string_view text = token.substr(1, token.size() - 2);
-      if (token.size() < 2 || token.back() != '"' || text.find('\\') != std::string_view::npos) {
-        if (value.get_string().get(text)) return put(ArgStore::Type::Null, 0, false);
-      }
-      return put(ArgStore::Type::String, arg_value(text), true);
-    }
-    case '[': {
-      ondemand::array array;
-      std::string_view raw;
-      if (value.get_array().get(array) || array.raw_json().get(raw)) return put(ArgStore::Type::Null, 0, false);
-      while (!raw.empty() && is_json_space(raw.back())) raw.remove_suffix(1);
-      return put(ArgStore::Type::Raw, arg_value(raw), true);
-    }
-    case '{': {
-      ondemand::object object;
-      std::string_view raw;
-      if (value.get_object().get(object) || object.raw_json().get(raw)) return put(ArgStore::Type::Null, 0, false);
-      while (!raw.empty() && is_json_space(raw.back())) raw.remove_suffix(1);
-      return put(ArgStore::Type::Raw, arg_value(raw), true);
-    }
-    default:
-      break;
-  }
-  if (token == "null") return put(ArgStore::Type::Null, 0, false);
-  int64_t number = 0;
-  if (canonical_int(token, number)) return put(ArgStore::Type::Int, zigzag(number), true);
-  return put(ArgStore::Type::Raw, arg_value(token), true);
-}
-
-bool ChunkParser::read_args(ondemand::value& value, EventFields& fields) {
+bool ChunkParser::read_args(ondemand::value& value, ondemand::document& doc, EventFields& fields) {
+  const char* start = value.raw_json_token().data();
   ondemand::object args;
   auto error = value.get_object().get(args);
   if (error == simdjson::INCORRECT_TYPE) return true;  // args of another type: ignored, not fatal
   if (error) return false;
-  if (fields.args_size == kNotFound) fields.args_size = chunk_.args.bytes.size();
   for (auto field_result : args) {
     ondemand::field field;
     if (std::move(field_result).get(field)) return false;
@@ -217,32 +192,24 @@ bool ChunkParser::read_args(ondemand::value& value, EventFields& fields) {
       case 'n':
         if (key_is(key, "name")) {
           std::string_view text;
-          if (arg.get_string().get(text) == simdjson::SUCCESS) {
-            fields.args_name = text;  // names processes and threads in metadata events
-            std::vector<uint8_t>& out = chunk_.args.bytes;
-            write_varint(out, (uint64_t{arg_key("name")} << 2) | static_cast<uint64_t>(ArgStore::Type::String));
-            write_varint(out, arg_value(text));
-            continue;
-          }
+          if (arg.get_string().get(text) == simdjson::SUCCESS) fields.args_name = text;
         }
         break;
       default:
         break;
     }
-    // The key ends at the last quote before the ':' that precedes its value (the document is valid up to
-    // here). Keys are compared unescaped ("a\"b" is the key a"b).
-    const char* end = arg.raw_json_token().data() - 1;
-    while (*end != ':') --end;
-    --end;
-    while (*end != '"') --end;
-    std::string_view key_text(key, static_cast<size_t>(end - key));
-    if (std::memchr(key, '\\', key_text.size()) != nullptr && field.unescaped_key().get(key_text)) return false;
-    encode_arg(key_text, arg);
   }
+  // The object is consumed: the iterator sits on the token after its closing brace.
+  const char* next = nullptr;
+  if (doc.current_location().get(next)) return false;
+  const char* close = next - 1;
+  while (close > start && *close != '}') --close;
+  fields.args_offset = origin_offset_ + static_cast<uint64_t>(start - origin_);
+  fields.args_length = static_cast<uint32_t>(close - start + 1);
   return true;
 }
 
-EventStatus ChunkParser::parse_event(ondemand::object& object, size_t offset) {
+EventStatus ChunkParser::parse_event(ondemand::object& object, ondemand::document& doc, size_t offset) {
   EventFields fields;
   for (auto field_result : object) {
     ondemand::field field;
@@ -306,10 +273,7 @@ EventStatus ChunkParser::parse_event(ondemand::object& object, size_t offset) {
         break;
       case 'a':
         if (key_is(key, "args")) {
-          if (!read_args(value, fields)) {
-            if (fields.args_size != kNotFound) chunk_.args.bytes.resize(fields.args_size);
-            return EventStatus::Fatal;
-          }
+          if (!read_args(value, doc, fields)) return EventStatus::Fatal;
         }
         break;
       case 'i':
@@ -322,9 +286,7 @@ EventStatus ChunkParser::parse_event(ondemand::object& object, size_t offset) {
         break;
     }
   }
-  EventStatus status = store(fields, offset);
-  if (status != EventStatus::Stored && fields.args_size != kNotFound) chunk_.args.bytes.resize(fields.args_size);
-  return status;
+  return store(fields, offset);
 }
 
 void ChunkParser::note_malformed(size_t offset, const std::string& reason) {
@@ -449,7 +411,6 @@ EventStatus ChunkParser::store(EventFields& fields, size_t offset) {
   }
 
   EventChunk& c = chunk_;
-  c.args.begin.push_back(static_cast<uint32_t>(fields.args_size == kNotFound ? c.args.bytes.size() : fields.args_size));
   c.ts_ns.push_back(fields.ts_ns);
   c.dur_ns.push_back(fields.dur_ns);
   c.kind.push_back(kind);
@@ -458,6 +419,8 @@ EventStatus ChunkParser::store(EventFields& fields, size_t offset) {
   c.track.push_back(track_for(fields, kind));
   c.correlation.push_back(fields.correlation);
   c.external_id.push_back(fields.external_id);
+  c.args_offset.push_back(fields.args_offset);
+  c.args_length.push_back(fields.args_length);
   return EventStatus::Stored;
 }
 

@@ -86,6 +86,7 @@ void read_window(ondemand::parser& parser, ChunkParser& events, std::unique_ptr<
   auto in_file = [start](size_t in_copy) { return start + in_copy - 1; };
 
   events.chunk().reserve(length / 300 + 16);
+  events.set_origin(text + 1, start);
   ondemand::document doc;
   if (parser.iterate(text, length + 2, copy_size).get(doc)) {
     out.stage1_failed = true;
@@ -121,7 +122,7 @@ void read_window(ondemand::parser& parser, ChunkParser& events, std::unique_ptr<
         out.last_object = kNotFound;
         continue;
       }
-      if (error || events.parse_event(object, element_start) == EventStatus::Fatal) {
+      if (error || events.parse_event(object, doc, element_start) == EventStatus::Fatal) {
         out.closed = false;
         out.failed_at = element_start;
         out.failed_at_event = true;

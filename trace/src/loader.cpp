@@ -82,21 +82,17 @@ void TraceParser::merge(EventChunk chunk) {
     if (first_malformed_.empty()) first_malformed_ = "more events than a timeline can hold";
     count = room;
   }
-  const auto first_event = static_cast<uint32_t>(events.size());
   events.ts_ns.insert(events.ts_ns.end(), chunk.ts_ns.begin(), chunk.ts_ns.begin() + count);
   events.dur_ns.insert(events.dur_ns.end(), chunk.dur_ns.begin(), chunk.dur_ns.begin() + count);
   events.kind.insert(events.kind.end(), chunk.kind.begin(), chunk.kind.begin() + count);
   events.correlation.insert(events.correlation.end(), chunk.correlation.begin(), chunk.correlation.begin() + count);
   events.external_id.insert(events.external_id.end(), chunk.external_id.begin(), chunk.external_id.begin() + count);
+  events.args_offset.insert(events.args_offset.end(), chunk.args_offset.begin(), chunk.args_offset.begin() + count);
+  events.args_length.insert(events.args_length.end(), chunk.args_length.begin(), chunk.args_length.begin() + count);
   for (size_t e = 0; e < count; ++e) {
     events.name.push_back(strings[chunk.name[e]]);
     events.category.push_back(strings[chunk.category[e]]);
     events.track.push_back(tracks[chunk.track[e]]);
-  }
-  if (count > 0) {
-    chunk.args.first_event = first_event;
-    chunk.args.begin.resize(count + 1);  // the end of the last record follows the events kept
-    timeline_.args.add_block(std::move(chunk.args), chunk.arg_keys, chunk.arg_values);
   }
 }
 
@@ -155,6 +151,8 @@ std::variant<Timeline, LoadError> TraceParser::run(const LoadOptions& options) {
   events.track.reserve(estimate);
   events.correlation.reserve(estimate);
   events.external_id.reserve(estimate);
+  events.args_offset.reserve(estimate);
+  events.args_length.reserve(estimate);
 
   on_bytes_ = &options.on_bytes_parsed;
   if (auto error = parse_top_level()) return LoadError{*error};
@@ -174,7 +172,9 @@ std::variant<Timeline, LoadError> TraceParser::run(const LoadOptions& options) {
   }
   finish();
 
-  buffer_ = PaddedBuffer();  // the JSON text is not kept: what the rules read of it is in the timeline
+  timeline_.buffer_owner = std::shared_ptr<const void>(buffer_.owner, buffer_.data);
+  timeline_.buffer = buffer_.data;
+  timeline_.buffer_size = size_;
   if (options.link) {
     link_timeline(timeline_);
     infer_devices(timeline_);

@@ -11,8 +11,6 @@
 #include <unordered_map>
 #include <vector>
 
-#include "ptadvise/arg_store.h"
-
 namespace ptadvise {
 
 using StringId = uint32_t;
@@ -79,8 +77,7 @@ struct Track {
 };
 
 // Structure of arrays; index i across all vectors is event i. Only events with a duration or an instant
-// meaning are stored (X, i/I); metadata (M) fills tracks, flows (s/f) fill `flow_correlation`. Their `args`
-// are in Timeline::args.
+// meaning are stored (X, i/I); metadata (M) fills tracks, flows (s/f) fill `flow_correlation`.
 struct Events {
   std::vector<int64_t> ts_ns;   // relative to Timeline::origin_ns
   std::vector<int64_t> dur_ns;  // >= 0 (negatives clamped at load)
@@ -90,6 +87,8 @@ struct Events {
   std::vector<uint32_t> track;
   std::vector<int64_t> correlation;  // -1 when absent
   std::vector<int64_t> external_id;  // -1 when absent
+  std::vector<uint64_t> args_offset;  // raw `args` JSON text inside Timeline::buffer; length 0 = no args
+  std::vector<uint32_t> args_length;
 
   // Filled by the link pass at the end of loading (see links below).
   std::vector<EventIndex> parent;  // innermost enclosing event on the same CPU track (kNone at top level)
@@ -130,9 +129,13 @@ struct LoadStats {
 struct Timeline {
   std::string path;  // file it came from
   std::string format;  // "kineto", "kineto-array" (2020 bare array), "legacy" (pre-Kineto export)
+  // Owns the JSON bytes; args views point into it. Type-erased so users need not include simdjson.
+  std::shared_ptr<const void> buffer_owner;
+  const char* buffer = nullptr;
+  size_t buffer_size = 0;
+
   StringPool strings;
   Events events;
-  ArgStore args;  // every event's `args`, decoded at load (the JSON text is not kept)
   std::vector<Track> tracks;
   std::vector<DeviceInfo> devices;
   std::optional<int> rank;  // distributedInfo.rank, else from the file name
@@ -148,13 +151,13 @@ struct Timeline {
   LoadStats stats;
 
   std::string_view name(EventIndex i) const { return strings.view(events.name[i]); }
-  bool has_args(EventIndex i) const;  // false when the event has no args, or `{}`
-  // The args as one JSON object ({"key": value, ...}; texts as written, spacing not).
-  std::string args_json(EventIndex i) const;
+  std::string_view args_json(EventIndex i) const {
+    return {buffer + events.args_offset[i], events.args_length[i]};
+  }
   const DeviceInfo* device(int32_t id) const;
 
-  // args[key]. Numbers written as strings are accepted where numbers are asked for and the reverse;
-  // nested values come back as their JSON text from arg_string.
+  // Lazily parsed args. Numbers written as strings are accepted where numbers are asked for and
+  // the reverse; nested values come back as their raw JSON text from arg_string.
   std::optional<int64_t> arg_int(EventIndex i, std::string_view key) const;
   std::optional<double> arg_double(EventIndex i, std::string_view key) const;
   std::optional<std::string> arg_string(EventIndex i, std::string_view key) const;
