@@ -126,7 +126,7 @@ size_t TraceParser::parse_event_list(size_t pos) {
   saw_event_list_ = true;
   // Windows are read ahead on other cores when the list spans several of them.
   const unsigned workers = size_ - pos > 2 * kWindowBytes && threads_ > 1 ? threads_ - 1 : 0;
-  windows_ = std::make_unique<WindowPool>(data_, size_, workers);
+  windows_ = std::make_unique<WindowPool>(data_, size_, buffer_.capacity + PaddedBuffer::kSpare, workers);
   const size_t after = read_event_list(pos);
   flush_single();
   windows_.reset();

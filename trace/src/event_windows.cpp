@@ -62,33 +62,54 @@ struct WindowPool::Reader {
 struct WindowPool::Task {
   enum class State { Queued, Reading, Done };
   State state = State::Queued;
+  bool dropped = false;  // taken out of the queue while a worker was reading it
   WindowResult result;
 };
 
+InPlaceBytes in_place_bytes(const char* data, size_t size, size_t start, size_t limit) {
+  if (start == 0 || limit <= start) return {};
+  const char before = data[start - 1];
+  if (before != '[' && !is_json_space(before)) return {};  // minified: "},{"
+  size_t close = limit;
+  while (close > start && is_json_space(data[close - 1])) --close;
+  if (close == limit && limit != size) return {};  // no white space ends the window
+  if (close == start) return {};
+  return {start - 1, close};
+}
+
 namespace {
 
-void read_window(ondemand::parser& parser, ChunkParser& events, std::unique_ptr<char[]>& copy, size_t& copy_size,
-                 const char* data, WindowResult& out) {
-  const size_t start = out.start, limit = out.limit;
-  const size_t length = limit - start;
-  const size_t needed = length + 2 + simdjson::SIMDJSON_PADDING;
-  if (copy_size < needed) {
-    copy.reset();
-    copy = std::unique_ptr<char[]>(new char[needed]);  // not zero-filled: written below
-    copy_size = needed;
+// Restores the bytes patched for an in-place window, also when reading it throws (out of memory).
+class PatchedBytes {
+ public:
+  PatchedBytes(char* data, InPlaceBytes at) : data_(data), at_(at), open_(data[at.open]), close_(data[at.close]) {
+    data_[at_.open] = '[';
+    data_[at_.close] = ']';
   }
-  char* text = copy.get();
-  text[0] = '[';
-  std::memcpy(text + 1, data + start, length);
-  text[length + 1] = ']';
-  std::memset(text + length + 2, 0, simdjson::SIMDJSON_PADDING);
-  const size_t end_in_copy = length + 1;  // where the window's bytes end in the copy
-  auto in_file = [start](size_t in_copy) { return start + in_copy - 1; };
+  ~PatchedBytes() {
+    data_[at_.open] = open_;
+    data_[at_.close] = close_;
+  }
+  PatchedBytes(const PatchedBytes&) = delete;
+  PatchedBytes& operator=(const PatchedBytes&) = delete;
 
-  events.chunk().reserve(length / 300 + 16);
+ private:
+  char* data_;
+  InPlaceBytes at_;
+  char open_, close_;
+};
+
+// `text` holds '[', the window's bytes from `out.start` on, and a ']' at `close_in_text`, with readable
+// bytes up to `capacity`.
+void read_window_text(ondemand::parser& parser, ChunkParser& events, const char* text, size_t close_in_text,
+                      size_t capacity, WindowResult& out) {
+  const size_t start = out.start;
+  auto in_file = [start](size_t in_text) { return start + in_text - 1; };
+
+  events.chunk().reserve((out.limit - start) / 300 + 16);
   events.set_origin(text + 1, start);
   ondemand::document doc;
-  if (parser.iterate(text, length + 2, copy_size).get(doc)) {
+  if (parser.iterate(text, close_in_text + 1, capacity).get(doc)) {
     out.stage1_failed = true;
     out.chunk = events.take();
     return;
@@ -104,12 +125,12 @@ void read_window(ondemand::parser& parser, ChunkParser& events, std::unique_ptr<
         out.closed = false;
         break;
       }
-      const auto element_in_copy = static_cast<size_t>(element.raw_json_token().data() - text);
-      const size_t element_start = in_file(element_in_copy);
+      const auto element_in_text = static_cast<size_t>(element.raw_json_token().data() - text);
+      const size_t element_start = in_file(element_in_text);
       ondemand::object object;
       auto error = element.get_object().get(object);
       if (error == simdjson::INCORRECT_TYPE) {
-        size_t end = skip_value(text, end_in_copy, element_in_copy);
+        size_t end = skip_value(text, close_in_text, element_in_text);
         if (end == kNotFound) {
           out.closed = false;
           out.failed_at = element_start;
@@ -132,7 +153,7 @@ void read_window(ondemand::parser& parser, ChunkParser& events, std::unique_ptr<
     }
   }
   if (out.last_object != kNotFound) {
-    const size_t end = skip_value(text, end_in_copy, out.last_object - start + 1);
+    const size_t end = skip_value(text, close_in_text, out.last_object - start + 1);
     if (end != kNotFound) out.last_object_end = in_file(end);
   }
   out.chunk = events.take();
@@ -140,8 +161,33 @@ void read_window(ondemand::parser& parser, ChunkParser& events, std::unique_ptr<
 
 }  // namespace
 
-WindowPool::WindowPool(const char* data, size_t size, unsigned workers)
-    : data_(data), size_(size), own_(std::make_unique<Reader>()) {
+void WindowPool::read_window(Reader& reader, bool may_patch, WindowResult& out) {
+  const size_t start = out.start, limit = out.limit;
+  if (may_patch) {
+    if (const InPlaceBytes at = in_place_bytes(data_, size_, start, limit); at.open != kNotFound) {
+      PatchedBytes patched(data_, at);
+      out.in_place = true;
+      read_window_text(reader.parser, reader.events, data_ + at.open, at.close - at.open, capacity_ - at.open, out);
+      return;
+    }
+  }
+  const size_t length = limit - start;
+  const size_t needed = length + 2 + simdjson::SIMDJSON_PADDING;
+  if (reader.copy_size < needed) {
+    reader.copy.reset();
+    reader.copy = std::unique_ptr<char[]>(new char[needed]);  // not zero-filled: written below
+    reader.copy_size = needed;
+  }
+  char* text = reader.copy.get();
+  text[0] = '[';
+  std::memcpy(text + 1, data_ + start, length);
+  text[length + 1] = ']';
+  std::memset(text + length + 2, 0, simdjson::SIMDJSON_PADDING);
+  read_window_text(reader.parser, reader.events, text, length + 1, reader.copy_size, out);
+}
+
+WindowPool::WindowPool(char* data, size_t size, size_t capacity, unsigned workers)
+    : data_(data), size_(size), capacity_(capacity), own_(std::make_unique<Reader>()) {
   for (unsigned w = 0; w < workers; ++w) {
     try {
       readers_.push_back(std::make_unique<Reader>());
@@ -164,7 +210,25 @@ WindowPool::~WindowPool() {
 }
 
 void WindowPool::run(Reader& reader, Task& task) {
-  read_window(reader.parser, reader.events, reader.copy, reader.copy_size, data_, task.result);
+  // Only the caller's thread patches bytes (its windows lie before every window queued for the workers,
+  // and it waits for workers still reading dropped windows); workers read copies and never write.
+  read_window(reader, &reader == own_.get(), task.result);
+}
+
+void WindowPool::drop_ahead() {
+  for (auto& task : ahead_) {
+    if (task->state == Task::State::Reading) {
+      task->dropped = true;
+      ++dropped_reading_;
+    }
+  }
+  ahead_.clear();
+}
+
+void WindowPool::finish(Task& task) {
+  task.state = Task::State::Done;
+  if (task.dropped) --dropped_reading_;
+  changed_.notify_all();
 }
 
 void WindowPool::work(Reader& reader) {
@@ -189,13 +253,11 @@ void WindowPool::work(Reader& reader) {
     } catch (...) {  // out of memory: the caller rethrows it
       lock.lock();
       if (!failure_) failure_ = std::current_exception();
-      task->state = Task::State::Done;
-      changed_.notify_all();
+      finish(*task);
       continue;
     }
     lock.lock();
-    task->state = Task::State::Done;
-    changed_.notify_all();
+    finish(*task);
   }
 }
 
@@ -208,6 +270,7 @@ WindowResult WindowPool::take(size_t start, size_t limit) {
       ahead_.pop_front();
       if (task->state == Task::State::Queued) {
         task->state = Task::State::Reading;  // nobody took it yet: read it here
+        changed_.wait(lock, [&] { return dropped_reading_ == 0; });
         lock.unlock();
         run(*own_, *task);
       } else {
@@ -216,8 +279,9 @@ WindowResult WindowPool::take(size_t start, size_t limit) {
       if (failure_) std::rethrow_exception(failure_);
       return std::move(task->result);
     }
-    ahead_.clear();  // not where the list goes on: windows being read finish into tasks nobody takes
+    drop_ahead();  // not where the list goes on: windows being read finish into tasks nobody takes
     ahead_end_ = kNotFound;
+    changed_.wait(lock, [&] { return dropped_reading_ == 0; });
     if (failure_) std::rethrow_exception(failure_);
   }
   Task here;
@@ -233,7 +297,7 @@ void WindowPool::read_ahead(size_t next) {
   {
     std::lock_guard lock(mutex_);
     if (ahead_.empty() || ahead_.front()->result.start != next) {
-      ahead_.clear();  // windows being read finish into tasks nobody takes
+      drop_ahead();  // windows being read finish into tasks nobody takes
       ahead_end_ = next;
     }
     while (ahead_.size() < depth && ahead_end_ != kNotFound) {
