@@ -71,3 +71,17 @@ TEST_CASE("loader windows: pretty-printed traces and broken events give the same
   CHECK(one.stats.recovered_errors == 12);
   check_same(one, many);
 }
+
+TEST_CASE("loader windows: a minified \"},{\" trace (windows copied) gives the same timeline on any thread count") {
+  std::string bytes = many_events(60000, false, true);
+  for (size_t at = bytes.find(",\n  {"); at != std::string::npos; at = bytes.find(",\n  {", at + 2)) {
+    bytes.replace(at, 5, ",{");
+  }
+  REQUIRE(bytes.find("},{") != std::string::npos);
+  REQUIRE(bytes.find("},\n") == std::string::npos);
+  Timeline one = load_with(bytes, 1), many = load_with(bytes, 3);
+  CHECK(one.events.size() == 60000 - 12);
+  CHECK(one.stats.recovered_errors == 12);
+  CHECK(one.arg_string(0, "Call stack") == "train.py(0): step");
+  check_same(one, many);
+}
