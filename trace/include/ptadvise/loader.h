@@ -19,6 +19,8 @@ struct LoadError {
 
 struct LoadOptions {
   bool link = true;  // run the link pass (parents, launches) after parsing
+  // Threads that read one file's event list in parallel windows; 0 = one per core.
+  unsigned threads = 0;
   // Called by load_traces after each file: (files loaded, files in this path, uncompressed bytes of the
   // file), for progress displays.
   std::function<void(size_t, size_t, uint64_t)> on_file_loaded;

@@ -1,0 +1,104 @@
+// Internal to trace/: what the events of one part of the event list say, with string and track ids local
+// to that part, so parts can be parsed apart (on any thread) and merged into the timeline in file order.
+#pragma once
+
+#include <simdjson.h>
+
+#include <memory>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "ptadvise/timeline.h"
+
+namespace ptadvise::detail {
+
+// Deduplicated strings with dense ids in order of first use; views stay valid (pages never move).
+class StringTable {
+ public:
+  uint32_t intern(std::string_view text);
+  std::string_view view(uint32_t id) const { return views_[id]; }
+  size_t size() const { return views_.size(); }
+
+ private:
+  void grow();
+  std::vector<std::unique_ptr<char[]>> pages_;
+  size_t page_used_ = 0, page_size_ = 0;
+  std::vector<std::string_view> views_;
+  std::vector<uint32_t> slots_;  // id + 1; 0 = empty
+};
+
+struct EventChunk {
+  EventChunk() { strings.intern(""); }  // local id 0 is the empty string, as in StringPool
+
+  // The stored events, as Events' columns; name, category and track ids are local.
+  std::vector<int64_t> ts_ns, dur_ns;
+  std::vector<EventKind> kind;
+  std::vector<StringId> name, category;
+  std::vector<uint32_t> track;
+  std::vector<int64_t> correlation, external_id;
+  std::vector<uint64_t> args_offset;  // in the file, as Events::args_offset
+  std::vector<uint32_t> args_length;
+
+  StringTable strings;           // local StringId -> text, in order of first use
+  std::vector<Track> tracks;  // pid_text, tid_text and name are local string ids
+  std::vector<int64_t> flow_correlation;
+  struct Name {  // a process_name / thread_name metadata event
+    bool thread = false;
+    StringId pid = 0, tid = 0, name = 0;
+  };
+  std::vector<Name> names;
+
+  uint64_t events_seen = 0, malformed_events = 0, negative_durations = 0, unknown_phases = 0;
+  bool any_category = false;
+  std::string first_malformed;  // "byte N: reason" of the first malformed event
+
+  size_t size() const { return ts_ns.size(); }
+  bool empty() const { return ts_ns.empty() && events_seen == 0 && names.empty() && flow_correlation.empty(); }
+  void reserve(size_t events);
+};
+
+enum class EventStatus { Stored, Skipped, Malformed, Fatal };
+
+// Reads events (simdjson On-Demand objects) into a chunk. One per thread; `reset` starts a new chunk.
+class ChunkParser {
+ public:
+  ChunkParser() : intern_cache_(4096) {}
+  EventChunk& chunk() { return chunk_; }
+  EventChunk take();
+  // The events parsed next lie in a copy of the file's bytes from `file_offset` on at `text`.
+  void set_origin(const char* text, size_t file_offset) {
+    origin_ = text;
+    origin_offset_ = file_offset;
+  }
+  // `offset` is the event's position in the file, for messages.
+  EventStatus parse_event(simdjson::ondemand::object& object, simdjson::ondemand::document& doc, size_t offset);
+  void note_malformed(size_t offset, const std::string& reason);
+
+ private:
+  struct EventFields;
+  bool read_args(simdjson::ondemand::value& value, simdjson::ondemand::document& doc, EventFields& fields);
+  EventStatus store(EventFields& fields, size_t offset);
+  uint32_t track_for(const EventFields& fields, EventKind kind);
+  StringId intern(std::string_view text);
+  void clear_caches();
+
+  EventChunk chunk_;
+  // Direct-mapped caches in front of the pools: names and keys repeat, and a cheap hash of length and end
+  // bytes plus one comparison is faster than hashing every byte of a long kernel name.
+  struct CachedString {
+    const char* text = nullptr;
+    size_t length = 0;
+    uint32_t id = 0;
+  };
+  std::vector<CachedString> intern_cache_;
+  const char* origin_ = nullptr;
+  size_t origin_offset_ = 0;
+  std::vector<uint8_t> category_kind_;  // per local category id: EventKind + 1, 0 = not yet known
+  std::unordered_map<uint64_t, uint32_t> cpu_tracks_, gpu_tracks_;
+  std::string_view last_pid_token_, last_tid_token_;  // one-entry caches: consecutive events share pid and tid
+  StringId last_pid_ = 0, last_tid_ = 0;
+};
+
+}  // namespace ptadvise::detail

@@ -1,0 +1,79 @@
+// Internal to trace/: the parser of one trace file. The top level (top_level.cpp) finds the event list;
+// the event list (event_list.cpp) is read in windows of a few MiB, on every core (event_windows.h), and
+// each window's events (event_parser.cpp) are merged into the timeline in file order (loader.cpp).
+#pragma once
+
+#include <simdjson.h>
+
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <variant>
+
+#include "event_chunk.h"
+#include "input.h"
+#include "ptadvise/loader.h"
+
+namespace ptadvise::detail {
+
+class WindowPool;
+
+class TraceParser {
+ public:
+  TraceParser(PaddedBuffer buffer, std::string label, unsigned threads);
+  ~TraceParser();
+  std::variant<Timeline, LoadError> run(const LoadOptions& options);
+
+ private:
+  // Top level.
+  std::optional<std::string> parse_top_level();
+  std::optional<std::string> parse_top_level_value(std::string_view key, size_t start, size_t end);
+  // Event list; returns the position after its closing ']' or kNotFound when the list was cut short.
+  size_t parse_event_list(size_t pos);
+  size_t read_event_list(size_t pos);
+  // Parses one event alone: the position after it, or the next event start after a syntax error.
+  struct SingleResult {
+    size_t pos = 0;
+    bool at_event_start = false;  // resynchronised: pos is the start of an event
+    bool stop = false;            // nothing more can be read
+  };
+  SingleResult parse_single_event(size_t start);
+  // Events parsed on this thread go to single_; they are merged before the next window's.
+  void flush_single();
+  void merge(EventChunk chunk);
+  void warn(std::string message) { timeline_.stats.warnings.push_back(label_ + ": " + std::move(message)); }
+  std::string at(size_t offset) const { return label_ + ": byte " + std::to_string(offset) + ": "; }
+  void finish();
+  void report_bytes(size_t pos);
+
+  PaddedBuffer buffer_;
+  std::string label_;
+  unsigned threads_ = 1;
+  char* data_ = nullptr;
+  size_t size_ = 0;
+  simdjson::ondemand::parser parser_;
+  ChunkParser single_;
+  std::unique_ptr<WindowPool> windows_;
+  Timeline timeline_;
+
+  bool object_form_ = false;
+  bool saw_event_list_ = false;
+  bool any_category_ = false;
+  bool list_cut_ = false;
+  std::optional<int64_t> base_time_ns_;
+  std::string first_malformed_;
+  std::string first_syntax_error_;
+  size_t syntax_warnings_ = 0;
+  const std::function<void(uint64_t, uint64_t)>* on_bytes_ = nullptr;  // LoadOptions::on_bytes_parsed
+  size_t bytes_reported_ = 0;
+  size_t extent_scan_budget_ = 0;  // set in run(): bytes the long event-extent scans may read in all
+
+  // Merging: tracks by (pid text, tid text), names from metadata events.
+  std::unordered_map<uint64_t, uint32_t> cpu_tracks_, gpu_tracks_;
+  std::unordered_map<StringId, StringId> process_names_;
+  std::unordered_map<uint64_t, StringId> thread_names_;
+};
+
+}  // namespace ptadvise::detail
