@@ -20,7 +20,7 @@ namespace {
 // from the report (carry_report) and a checked digest stands for the report (trace_from_digest: merge,
 // digests as input). `field` gets (report's, digest's, whether the report's value goes into the digest). The
 // digest keeps its own step period (the mean of the steady steps it measures, the job's denominator) and
-// warnings (the loader's): those two only come back from it.
+// warnings (the loader's, without the notes check adds on the trace): those two only come back from it.
 enum class Carried { BothWays, FromDigest };
 template <class Report, class Digest, class Field>
 void carried_fields(Report& trace, Digest& digest, Field field) {
