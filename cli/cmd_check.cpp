@@ -17,32 +17,23 @@ void add_check_command(CLI::App& app) {
   auto source_root = std::make_shared<std::string>();
   auto* cmd = app.add_subcommand("check", "Lint traces and report ranked findings with their estimated saving");
   cmd->add_option("traces", options->traces, "Trace files (.json, .json.gz; - reads stdin, pipes work) or directories of per-rank traces");
-  cmd->add_option("--rules", options->rule_directories, "Extra rule directory (repeatable), added to the shipped rules")
-      ->allow_extra_args(false);
-  cmd->add_option("--kernel-families", options->kernel_family_tables,
-                  "Kernel family table (repeatable), tried before the shipped one (docs/KERNEL_FAMILIES.md)")
-      ->allow_extra_args(false);
-  cmd->add_option("--config", options->config_path,
-                  "Configuration file (default: .ptadvise.yaml in the working directory or a parent)");
+  add_rules_option(*cmd, options->rule_directories);
+  add_kernel_families_option(*cmd, options->kernel_family_tables);
+  add_config_option(*cmd, options->config_path);
   cmd->add_option("--format", options->format, "Output on stdout: text, json, sarif, github, junit, markdown, html")
       ->capture_default_str();
   cmd->add_option("--output", *outputs, "Also write FORMAT=FILE (repeatable), e.g. --output sarif=ptadvise.sarif")
       ->allow_extra_args(false);
   cmd->add_option("--fail-on", *fail_on, "Lowest severity that fails the run: info, warning (default), error");
   cmd->add_flag("--exit-zero", options->exit_zero, "Exit 0 even when findings fail (input errors still exit 2)");
-  cmd->add_flag("--accept-partial", options->accept_partial, "Analyse traces of which more than 5% could not be read (else exit 2)");
+  add_accept_partial_flag(*cmd, options->accept_partial);
   cmd->add_option("--baseline", options->baseline_path, "Accepted findings: only findings not in FILE fail");
   cmd->add_option("--write-baseline", options->write_baseline_path, "Write the current findings to FILE as a baseline");
   cmd->add_flag("--prune-baseline", options->prune_baseline, "Rewrite --baseline FILE without its stale entries");
   cmd->add_option("--annotate", options->annotate_path,
                   "Write a copy of the trace with the findings on their own track (OUT.json or OUT.json.gz); "
                   "each rank of a multi-rank job gets OUT.rankN.json");
-  cmd->add_option("--select", options->select, "Only these rules (ids, names or tags; repeatable)")
-      ->allow_extra_args(false)
-      ->delimiter(',');
-  cmd->add_option("--ignore", options->ignore, "Skip these rules (ids, names or tags; repeatable)")
-      ->allow_extra_args(false)
-      ->delimiter(',');
+  add_selection_options(*cmd, options->select, options->ignore);
   cmd->add_flag("--show-config", options->show_config, "Print the effective configuration and exit");
   cmd->add_option("--color", options->color,
                   "Colour text output: auto (NO_COLOR, FORCE_COLOR, CLICOLOR_FORCE, else a terminal), always, never")

@@ -18,11 +18,9 @@ void add_diff_command(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--format", options->format, "text, json or markdown (for pull-request comments)")->capture_default_str();
   cmd->add_option("--top", options->top, "How many kernel and op changes to list")->capture_default_str();
-  cmd->add_flag("--accept-partial", options->accept_partial, "Analyse traces of which more than 5% could not be read (else exit 2)");
+  add_accept_partial_flag(*cmd, options->accept_partial);
   cmd->add_option("--rules", options->rule_directories, "Extra rule directory (repeatable)")->allow_extra_args(false);
-  cmd->add_option("--kernel-families", options->kernel_family_tables,
-                  "Kernel family table (repeatable), tried before the shipped one (docs/KERNEL_FAMILIES.md)")
-      ->allow_extra_args(false);
+  add_kernel_families_option(*cmd, options->kernel_family_tables);
   cmd->add_option("--config", options->config_path, "Configuration file (default: .ptadvise.yaml, searched upward)");
   cmd->callback([options] { exit_code() = run_diff(*options, std::cout, std::cerr); });
 }

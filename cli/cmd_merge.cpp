@@ -17,10 +17,8 @@ void add_merge_command(CLI::App& app) {
   auto* cmd = app.add_subcommand(
       "merge", "Report a distributed job from per-rank digests (written by `check --digest-out`); see docs/DISTRIBUTED.md");
   cmd->add_option("digests", options->traces, "Digest files, one per rank")->required();
-  cmd->add_option("--rules", options->rule_directories, "Extra rule directory (repeatable), added to the shipped rules")
-      ->allow_extra_args(false);
-  cmd->add_option("--config", options->config_path,
-                  "Configuration file (default: .ptadvise.yaml in the working directory or a parent)");
+  add_rules_option(*cmd, options->rule_directories);
+  add_config_option(*cmd, options->config_path);
   cmd->add_option("--format", options->format, "Output on stdout: text, json, sarif, github, junit, markdown")
       ->capture_default_str();
   cmd->add_option("--output", *outputs, "Also write FORMAT=FILE (repeatable)")->allow_extra_args(false);

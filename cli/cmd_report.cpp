@@ -17,10 +17,8 @@ void add_report_command(CLI::App& app) {
   cmd->add_option("traces", options->traces, "Trace files (.json, .json.gz) or directories of per-rank traces")
       ->required();
   cmd->add_option("-o,--output", *out_path, "HTML file to write")->capture_default_str();
-  cmd->add_option("--rules", options->rule_directories, "Extra rule directory (repeatable), added to the shipped rules")
-      ->allow_extra_args(false);
-  cmd->add_option("--config", options->config_path,
-                  "Configuration file (default: .ptadvise.yaml in the working directory or a parent)");
+  add_rules_option(*cmd, options->rule_directories);
+  add_config_option(*cmd, options->config_path);
   cmd->add_option("--baseline", options->baseline_path, "Accepted findings: marked as such in the report");
   cmd->callback([options, out_path] {
     options->outputs.emplace_back("html", *out_path);

@@ -81,14 +81,12 @@ void add_summary_command(CLI::App& app) {
       "(docs/WHATIF.md), top kernels and CPU ops.");
   cmd->add_option("traces", options->traces, "Trace files (.json, .json.gz; - reads stdin, pipes work) or directories of per-rank traces")
       ->required();
-  cmd->add_option("--kernel-families", options->kernel_family_tables,
-                  "Kernel family table (repeatable), tried before the shipped one (docs/KERNEL_FAMILIES.md)")
-      ->allow_extra_args(false);
+  add_kernel_families_option(*cmd, options->kernel_family_tables);
   cmd->add_option("--format", options->format, "Output format: text or json")
       ->check(CLI::IsMember({"text", "json"}))
       ->capture_default_str();
   cmd->add_option("--top", options->top, "How many kernels and CPU ops to list")->capture_default_str();
-  cmd->add_flag("--accept-partial", options->accept_partial, "Analyse traces of which more than 5% could not be read (else exit 2)");
+  add_accept_partial_flag(*cmd, options->accept_partial);
   cmd->callback([options] { run_summary(*options); });
 }
 

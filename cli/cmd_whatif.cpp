@@ -23,19 +23,10 @@ void add_whatif_command(CLI::App& app) {
       ->check(CLI::IsMember({"text", "json"}))
       ->capture_default_str();
   // The findings are `check`'s for the same configuration: the same selection options.
-  cmd->add_option("--rules", options->rule_directories, "Extra rule directory (repeatable), added to the shipped rules")
-      ->allow_extra_args(false);
-  cmd->add_option("--kernel-families", options->kernel_family_tables,
-                  "Kernel family table (repeatable), tried before the shipped one (docs/KERNEL_FAMILIES.md)")
-      ->allow_extra_args(false);
-  cmd->add_option("--config", options->config_path,
-                  "Configuration file (default: .ptadvise.yaml in the working directory or a parent)");
-  cmd->add_option("--select", options->select, "Only these rules (ids, names or tags; repeatable)")
-      ->allow_extra_args(false)
-      ->delimiter(',');
-  cmd->add_option("--ignore", options->ignore, "Skip these rules (ids, names or tags; repeatable)")
-      ->allow_extra_args(false)
-      ->delimiter(',');
+  add_rules_option(*cmd, options->rule_directories);
+  add_kernel_families_option(*cmd, options->kernel_family_tables);
+  add_config_option(*cmd, options->config_path);
+  add_selection_options(*cmd, options->select, options->ignore);
   auto source_root = std::make_shared<std::string>();
   cmd->add_option("--source-root", *source_root,
                   "Where the traced program's sources are, for suppression comments (default: the working directory)");

@@ -30,6 +30,15 @@ void print_warning(std::string_view message);
 // when one has no '='.
 bool parse_output_options(const std::vector<std::string>& outputs, std::vector<std::pair<std::string, std::string>>& parsed);
 
+// Options several commands share, one definition each (shared_options.cpp). The rule options are the
+// configuration that decides the findings: `whatif` takes check's so that its findings are check's.
+void add_rules_option(CLI::App& cmd, std::vector<std::string>& directories);   // --rules DIR
+void add_kernel_families_option(CLI::App& cmd, std::vector<std::string>& tables);  // --kernel-families FILE
+void add_config_option(CLI::App& cmd, std::string& path);                        // --config FILE
+void add_selection_options(CLI::App& cmd, std::vector<std::string>& select,      // --select, --ignore
+                           std::vector<std::string>& ignore);
+void add_accept_partial_flag(CLI::App& cmd, bool& accept_partial);               // --accept-partial
+
 void add_summary_command(CLI::App& app);  // cmd_summary.cpp
 void add_check_command(CLI::App& app);    // cmd_check.cpp
 void add_rules_commands(CLI::App& app);   // cmd_rules.cpp: `rules` and `explain`

@@ -232,7 +232,7 @@ int run(const CheckOptions& options, std::ostream& out, std::ostream& err) {
     report.rules.push_back(std::move(info));
   }
   for (auto& trace : traces) check_detail::finish_trace(trace, report.source_root, report.suppressed);
-  report.traces = check_detail::assemble_jobs(std::move(traces), digests, job_rules, evaluate_options, err);
+  report.traces = check_detail::report_jobs(std::move(traces), digests, job_rules, evaluate_options, err);
 
   std::vector<Finding> all;
   for (const auto& trace : report.traces) all.insert(all.end(), trace.findings.begin(), trace.findings.end());

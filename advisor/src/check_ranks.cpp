@@ -1,13 +1,11 @@
-// The per-rank part of `check` and the assembly of distributed jobs (check_ranks.h).
+// The per-rank part of `check` and the report entries of distributed jobs (check_ranks.h).
 #include "check_ranks.h"
 
 #include <algorithm>
 #include <atomic>
 #include <exception>
 #include <filesystem>
-#include <map>
 #include <mutex>
-#include <set>
 #include <system_error>
 #include <thread>
 
@@ -17,6 +15,33 @@
 namespace ptadvise::check_detail {
 
 namespace {
+
+// What of a trace's report its digest carries, listed once for both directions: check_file makes the digest
+// from the report (carry_report) and a checked digest stands for the report (trace_from_digest: merge,
+// digests as input). `field` gets (report's, digest's, whether the report's value goes into the digest). The
+// digest keeps its own step period (the mean of the steady steps it measures, the job's denominator) and
+// warnings (the loader's, without the notes check adds on the trace): those two only come back from it.
+enum class Carried { BothWays, FromDigest };
+template <class Report, class Digest, class Field>
+void carried_fields(Report& trace, Digest& digest, Field field) {
+  field(trace.path, digest.path, Carried::BothWays);
+  field(trace.rank, digest.rank, Carried::BothWays);
+  field(trace.device, digest.device, Carried::BothWays);
+  field(trace.has_gpu, digest.has_gpu, Carried::BothWays);
+  field(trace.step_count, digest.step_count, Carried::BothWays);
+  field(trace.step_note, digest.step_note, Carried::BothWays);
+  field(trace.gpu_busy_pct, digest.gpu_busy_pct, Carried::BothWays);
+  field(trace.coverage, digest.coverage, Carried::BothWays);
+  field(trace.findings, digest.findings, Carried::BothWays);
+  field(trace.step_ms, digest.step_ms, Carried::FromDigest);
+  field(trace.warnings, digest.warnings, Carried::FromDigest);
+}
+
+void carry_report(const TraceReport& trace, RankDigest& digest) {
+  carried_fields(trace, digest, [](const auto& from, auto& to, Carried carried) {
+    if (carried == Carried::BothWays) to = from;
+  });
+}
 
 RankResult check_file(const std::string& path, const RankCheck& check, const LoadOptions& load) {
   RankResult result;
@@ -68,24 +93,9 @@ RankResult check_file(const std::string& path, const RankCheck& check, const Loa
     predict_from_ledger(analysis, trace.findings);
   }
   trace.summary = std::move(summary);
-  result.digest = make_digest(analysis, trace.findings);
-  result.digest.device = trace.device;
-  result.digest.gpu_busy_pct = trace.gpu_busy_pct;
-  result.digest.coverage = trace.coverage;
-  result.digest.step_count = trace.step_count;
-  result.digest.step_note = trace.step_note;
+  result.digest = make_digest(analysis, {});
+  carry_report(trace, result.digest);
   return result;  // the timeline and its analysis are dropped here: only the report and the digest stay
-}
-
-bool selected(const RuleInfo& info, const EvaluateOptions& selection) {
-  auto mentions = [&](const std::vector<std::string>& list) {
-    return std::any_of(list.begin(), list.end(), [&](const std::string& item) {
-      return item == info.id || item == info.name ||
-             std::find(info.tags.begin(), info.tags.end(), item) != info.tags.end();
-    });
-  };
-  if (!selection.only.empty() && !mentions(selection.only)) return false;
-  return !mentions(selection.skip);
 }
 
 std::string collective_label(const AlignedCollective& c) {
@@ -159,17 +169,7 @@ std::vector<RankResult> check_files(const std::vector<std::string>& files, const
 
 TraceReport trace_from_digest(const RankDigest& digest) {
   TraceReport trace;
-  trace.path = digest.path;
-  trace.rank = digest.rank;
-  trace.device = digest.device;
-  trace.step_count = digest.step_count;
-  trace.step_note = digest.step_note;
-  trace.step_ms = digest.step_ms;
-  trace.gpu_busy_pct = digest.gpu_busy_pct;
-  trace.has_gpu = digest.has_gpu;
-  trace.warnings = digest.warnings;
-  trace.coverage = digest.coverage;
-  trace.findings = digest.findings;
+  carried_fields(trace, digest, [](auto& to, const auto& from, Carried) { to = from; });
   return trace;
 }
 
@@ -179,157 +179,93 @@ void finish_trace(TraceReport& trace, const std::string& source_root, size_t& su
   trace.recoverable_ms = recoverable_ms_per_step(trace.findings, trace.step_ms);
 }
 
-// A trace checked on its own that runs collectives is one recorded rank of a larger job. The job rules whose
-// metrics mean something on one rank (`lone_rank: true`: exposed communication, DDP patterns) run on it, and
-// their findings join the trace's own; the rules that compare ranks cannot.
+namespace {
+
+// A trace standing alone that is one recorded rank of a larger job: the lone-rank job rules' findings join
+// its own (job.h, evaluate_lone_rank).
 void add_lone_rank_findings(TraceReport& trace, const RankDigest& digest, const JobRuleSet& job_rules,
                             const EvaluateOptions& selection) {
-  if (digest.collectives.empty() || !digest.rank) return;  // no job to speak of, or no rank to name
-  std::vector<std::string> skip;
-  size_t ran = 0;
-  for (const auto& info : job_rules.infos()) {
-    if (selected(info, selection) && job_rules.judges_lone_rank(info.id)) {
-      ++ran;
-    } else {
-      skip.push_back(info.id);
-    }
-  }
-  if (ran == 0) return;
-  const std::vector<const RankDigest*> ranks{&digest};
-  const JobAnalysis job = analyze_job(ranks, digest.path);
-  std::vector<Finding> found = evaluate_job(job_rules, job, ranks, selection.thresholds, skip);
-  const std::string of_job = digest.world_size > 1 ? " of the " + std::to_string(digest.world_size) + "-rank job" : "";
-  for (auto& finding : found) {
-    auto severity = selection.severities.find(finding.rule_id);
-    if (severity != selection.severities.end()) finding.severity = severity->second;
-    finding.trace_path = trace.path;
-    finding.trace_rank = trace.rank;
-    finding.message += " Measured on this rank alone (the other ranks" + of_job +
-                       " were not given): time it waited for them counts as communication.";
-    trace.findings.push_back(std::move(finding));
-    ++trace.prediction.ledger_only;  // job rules declare no transform: not in the all-fixes replay
-  }
-  trace.coverage.ran += ran;
-  if (found.empty()) return;
+  LoneRankFindings lone = evaluate_lone_rank(digest, job_rules, selection);
+  trace.coverage.ran += lone.rules_ran;
+  if (lone.findings.empty()) return;
+  trace.prediction.ledger_only += lone.findings.size();  // job rules declare no transform: not in the all-fixes replay
+  for (auto& finding : lone.findings) trace.findings.push_back(std::move(finding));
   rank_findings(trace.findings);
   trace.recoverable_ms = recoverable_ms_per_step(trace.findings, trace.step_ms);
 }
 
-std::vector<TraceReport> assemble_jobs(std::vector<TraceReport> traces, const std::vector<RankDigest>& digests,
-                                       const JobRuleSet& job_rules, const EvaluateOptions& selection,
-                                       std::ostream& err) {
+// The report entry of a job: its table and its findings.
+TraceReport job_entry(CheckedJob& checked, const std::vector<RankDigest>& digests) {
+  const JobGroup& group = checked.group;
+  const JobAnalysis& job = *checked.analysis;
+  const RankDigest& first = digests[group.members.front()];
+  JobTable table;
+  table.directory = group.name;
+  table.ranks = group.members.size();
+  table.world_size = job.world_size;
+  table.backend = first.backend;
+  table.aligned_collectives = job.aligned_collectives;
+  table.unmatched_collectives = job.unmatched_collectives;
+  table.by_sequence = job.by_sequence;
+  table.compute_imbalance_pct = job.compute_imbalance_pct;
+  table.folded_findings = checked.folded_findings;
+  double busy = 0;
+  bool has_gpu = false;
+  for (size_t r = 0; r < group.members.size(); ++r) {
+    const RankDigest& d = digests[group.members[r]];
+    const RankJobStats& s = job.per_rank[r];
+    table.rows.push_back({s.rank, d.path, d.step_ms, d.compute_ms, d.communication_ms, d.exposed_comm_ms,
+                          d.overlap_pct, s.wait_ms, d.data_loader_ms, d.idle_ms, s.last_pct});
+    busy += d.gpu_busy_pct;
+    has_gpu = has_gpu || d.has_gpu;
+  }
+  for (size_t k = 0; k < job.collectives.size() && k < 5; ++k) {
+    const AlignedCollective& c = job.collectives[k];
+    table.worst.push_back({collective_label(c), c.step, c.order, c.skew_ms, c.last_rank, c.wait_ms_total});
+  }
+  TraceReport entry;
+  entry.path = group.name;
+  entry.device = first.device;
+  entry.step_count = first.step_count;
+  entry.step_note = std::to_string(group.members.size()) + " ranks of a " +
+                    (job.world_size > 1 ? std::to_string(job.world_size) + "-rank job" : std::string("job"));
+  entry.step_ms = job.step_ms;
+  entry.gpu_busy_pct = busy / static_cast<double>(group.members.size());
+  entry.has_gpu = has_gpu;
+  entry.coverage.ran = checked.rules_ran;
+  entry.findings = std::move(checked.findings);
+  rank_findings(entry.findings);
+  entry.recoverable_ms = recoverable_ms_per_step(entry.findings, entry.step_ms);
+  entry.job = std::move(table);
+  return entry;
+}
+
+}  // namespace
+
+std::vector<TraceReport> report_jobs(std::vector<TraceReport> traces, const std::vector<RankDigest>& digests,
+                                     const JobRuleSet& job_rules, const EvaluateOptions& selection,
+                                     std::ostream& err) {
+  std::vector<std::vector<Finding>> findings(traces.size());
+  for (size_t i = 0; i < traces.size(); ++i) findings[i] = std::move(traces[i].findings);
+  std::vector<CheckedJob> jobs = assemble_jobs(digests, findings, job_rules, selection);
+  for (size_t i = 0; i < traces.size(); ++i) traces[i].findings = std::move(findings[i]);
   std::vector<TraceReport> out;
-  for (const JobGroup& group : group_jobs(digests)) {
-    if (!group.note.empty()) err << "ptadvise: warning: " << format::visible(digests[group.members.front()].path) << ": " << format::visible(group.note) << "\n";
-    bool talks = false, distributed = false;
-    for (size_t m : group.members) {
-      talks = talks || !digests[m].collectives.empty();
-      distributed = distributed || digests[m].world_size > 1;
+  for (CheckedJob& checked : jobs) {
+    for (const JobNote& note : checked.notes) {
+      err << "ptadvise: warning: " << format::visible(note.path) << ": " << format::visible(note.text) << "\n";
     }
-    if (group.members.size() >= 2 && !talks && !distributed) {
-      err << "ptadvise: warning: " << format::visible(group.name) << ": " << group.members.size()
-          << " traces with ranks in their names but no collectives and no distributed info: checked each on its own\n";
-    }
-    if (group.members.size() < 2 || (!talks && !distributed)) {
-      for (size_t m : group.members) {
+    const std::vector<size_t>& members = checked.group.members;
+    if (!checked.analysis) {
+      for (size_t m : members) {
         add_lone_rank_findings(traces[m], digests[m], job_rules, selection);
         out.push_back(std::move(traces[m]));
       }
       continue;
     }
-    std::vector<const RankDigest*> ranks;
-    for (size_t m : group.members) ranks.push_back(&digests[m]);
-    const JobAnalysis job = analyze_job(ranks, group.name);
-    if (talks && job.aligned_collectives == 0) {
-      // The ranks of one job run the same collectives; traces that share none are separate runs.
-      err << "ptadvise: warning: " << format::visible(group.name) << ": " << group.members.size()
-          << " traces with ranks share no collective: not the ranks of one job; checked each on its own\n";
-      for (size_t m : group.members) {
-        add_lone_rank_findings(traces[m], digests[m], job_rules, selection);
-        out.push_back(std::move(traces[m]));
-      }
-      continue;
-    }
-
-    std::vector<std::string> skip;
-    for (const auto& info : job_rules.infos()) {
-      if (!selected(info, selection)) skip.push_back(info.id);
-    }
-    std::vector<Finding> findings = evaluate_job(job_rules, job, ranks, selection.thresholds, skip);
-    for (auto& finding : findings) {
-      auto severity = selection.severities.find(finding.rule_id);
-      if (severity != selection.severities.end()) finding.severity = severity->second;
-    }
-
-    // Per-rank findings every rank has (same rule and site) are shown once, in the job's entry.
-    std::map<std::string, size_t> ranks_with;
-    for (size_t m : group.members) {
-      std::set<std::string> seen;
-      for (const auto& f : traces[m].findings) {
-        if (seen.insert(f.fingerprint).second) ++ranks_with[f.fingerprint];
-      }
-    }
-    JobTable table;
-    for (size_t m : group.members) {
-      auto& rank_findings_list = traces[m].findings;
-      for (auto it = rank_findings_list.begin(); it != rank_findings_list.end();) {
-        if (ranks_with[it->fingerprint] != group.members.size()) {
-          ++it;
-          continue;
-        }
-        if (m == group.members.front()) {
-          Finding folded = *it;
-          folded.message += " (on all " + std::to_string(group.members.size()) + " ranks)";
-          if (!folded.short_message.empty()) folded.short_message += " (all " + std::to_string(group.members.size()) + " ranks)";
-          for (size_t other : group.members) folded.ranks.push_back(traces[other].rank.value_or(-1));
-          folded.trace_path = group.name;
-          folded.trace_rank.reset();
-          findings.push_back(std::move(folded));
-          ++table.folded_findings;
-        }
-        it = rank_findings_list.erase(it);
-      }
-      traces[m].recoverable_ms = recoverable_ms_per_step(rank_findings_list, traces[m].step_ms);
-    }
-    rank_findings(findings);
-
-    table.directory = group.name;
-    table.ranks = group.members.size();
-    table.world_size = job.world_size;
-    table.backend = digests[group.members.front()].backend;
-    table.aligned_collectives = job.aligned_collectives;
-    table.unmatched_collectives = job.unmatched_collectives;
-    table.by_sequence = job.by_sequence;
-    table.compute_imbalance_pct = job.compute_imbalance_pct;
-    double busy = 0;
-    bool has_gpu = false;
-    for (size_t r = 0; r < ranks.size(); ++r) {
-      const RankDigest& d = *ranks[r];
-      const RankJobStats& s = job.per_rank[r];
-      table.rows.push_back({s.rank, d.path, d.step_ms, d.compute_ms, d.communication_ms, d.exposed_comm_ms,
-                            d.overlap_pct, s.wait_ms, d.data_loader_ms, d.idle_ms, s.last_pct});
-      busy += d.gpu_busy_pct;
-      has_gpu = has_gpu || d.has_gpu;
-    }
-    for (size_t k = 0; k < job.collectives.size() && k < 5; ++k) {
-      const AlignedCollective& c = job.collectives[k];
-      table.worst.push_back({collective_label(c), c.step, c.order, c.skew_ms, c.last_rank, c.wait_ms_total});
-    }
-    TraceReport entry;
-    entry.path = group.name;
-    entry.device = digests[group.members.front()].device;
-    entry.step_count = digests[group.members.front()].step_count;
-    entry.step_note = std::to_string(group.members.size()) + " ranks of a " +
-                      (job.world_size > 1 ? std::to_string(job.world_size) + "-rank job" : std::string("job"));
-    entry.step_ms = job.step_ms;
-    entry.gpu_busy_pct = busy / static_cast<double>(ranks.size());
-    entry.has_gpu = has_gpu;
-    entry.coverage.ran = job_rules.infos().size() - skip.size();
-    entry.findings = std::move(findings);
-    entry.recoverable_ms = recoverable_ms_per_step(entry.findings, entry.step_ms);
-    entry.job = std::move(table);
-    out.push_back(std::move(entry));
-    for (size_t m : group.members) out.push_back(std::move(traces[m]));
+    // Findings folded into the job's entry left its ranks.
+    for (size_t m : members) traces[m].recoverable_ms = recoverable_ms_per_step(traces[m].findings, traces[m].step_ms);
+    out.push_back(job_entry(checked, digests));
+    for (size_t m : members) out.push_back(std::move(traces[m]));
   }
   return out;
 }

@@ -1,5 +1,6 @@
 // Internal to advisor/: the per-rank part of `check` (load, analyse, evaluate, reduce to a digest — in
-// parallel, each timeline dropped once reduced) and the assembly of distributed jobs in the report.
+// parallel, each timeline dropped once reduced) and the report entries of distributed jobs (job/ decides
+// what they hold).
 #pragma once
 
 #include <ostream>
@@ -39,10 +40,11 @@ TraceReport trace_from_digest(const RankDigest& digest);
 // Suppressions and ranking of one trace's raw findings.
 void finish_trace(TraceReport& trace, const std::string& source_root, size_t& suppressed);
 
-// Groups the traces into jobs and puts each job's entry (its table, job findings and the per-rank findings
-// every rank shares) before its ranks. `traces` and `digests` are parallel; notes go to `err` as warnings.
-std::vector<TraceReport> assemble_jobs(std::vector<TraceReport> traces, const std::vector<RankDigest>& digests,
-                                       const JobRuleSet& job_rules, const EvaluateOptions& selection,
-                                       std::ostream& err);
+// The report's entries: the jobs the traces form (job.h, assemble_jobs), each job's entry (its table, job
+// findings and the per-rank findings every rank shares) before its ranks, and the lone-rank findings of a
+// trace standing alone. `traces` and `digests` are parallel; notes go to `err` as warnings.
+std::vector<TraceReport> report_jobs(std::vector<TraceReport> traces, const std::vector<RankDigest>& digests,
+                                     const JobRuleSet& job_rules, const EvaluateOptions& selection,
+                                     std::ostream& err);
 
 }  // namespace ptadvise::check_detail

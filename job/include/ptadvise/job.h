@@ -19,6 +19,8 @@
 
 namespace ptadvise {
 
+struct EvaluateOptions;  // rules.h: which rules run, their thresholds and severities
+
 // ---------------------------------------------------------------------------------------------------
 // Collectives
 
@@ -226,5 +228,42 @@ std::vector<Finding> evaluate_job(const JobRuleSet& rules, const JobAnalysis& jo
                                   const std::vector<const RankDigest*>& ranks,
                                   const std::map<std::string, std::map<std::string, double>>& thresholds = {},
                                   const std::vector<std::string>& skip = {});
+
+// ---------------------------------------------------------------------------------------------------
+// The jobs of a check: which checked traces are the ranks of one job and what each job finds
+
+struct JobNote {
+  std::string path;  // the trace or the directory it is about
+  std::string text;  // why traces were not taken as one job, for the user
+};
+
+struct CheckedJob {
+  JobGroup group;
+  std::vector<JobNote> notes;
+  // Set when the members are the ranks of one job; else each member stands alone (evaluate_lone_rank).
+  std::optional<JobAnalysis> analysis;
+  // The job's findings, not ranked: the job rules' findings, then the per-rank findings every rank has (same
+  // rule and site), each folded into one "on all N ranks" finding.
+  std::vector<Finding> findings;
+  size_t folded_findings = 0;  // of `findings`, the folded ones
+  size_t rules_ran = 0;        // job rules selected to run on the job
+};
+
+// Groups the checked ranks into jobs and evaluates the selected job rules on each. `rank_findings[i]` are the
+// ranked, fingerprinted per-trace findings of `digests[i]`; a finding folded into its job's leaves them.
+std::vector<CheckedJob> assemble_jobs(const std::vector<RankDigest>& digests,
+                                      std::vector<std::vector<Finding>>& rank_findings, const JobRuleSet& rules,
+                                      const EvaluateOptions& selection);
+
+struct LoneRankFindings {
+  std::vector<Finding> findings;  // not ranked
+  size_t rules_ran = 0;
+};
+
+// A trace standing alone that runs collectives is one recorded rank of a larger job: the selected job rules
+// whose metrics mean something on one rank (`lone_rank: true`: exposed communication, DDP patterns) run on it.
+// Nothing runs on a trace without collectives or without a rank.
+LoneRankFindings evaluate_lone_rank(const RankDigest& digest, const JobRuleSet& rules,
+                                    const EvaluateOptions& selection);
 
 }  // namespace ptadvise

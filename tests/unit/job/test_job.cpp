@@ -10,6 +10,7 @@
 #include <sstream>
 #include <string>
 
+#include "job_fixtures.h"
 #include "ptadvise/job.h"
 #include "ptadvise/loader.h"
 #include "ptadvise/rules.h"
@@ -18,40 +19,14 @@ namespace {
 
 using ptadvise::CollectiveType;
 
-const std::string kRulesDir = PTADVISE_SOURCE_DIR "/rules.d";
-const std::string kSkewed = PTADVISE_SOURCE_DIR "/testdata/job/skewed";
+using ptadvise::testing::digest_of;
+using ptadvise::testing::digests_of;
+using ptadvise::testing::job_rules;
+using ptadvise::testing::kRulesDir;
+using ptadvise::testing::kSkewed;
+using ptadvise::testing::pointers;
+
 const std::string kShared = PTADVISE_SHARED_DIR "/traces/";
-
-ptadvise::RankDigest digest_of(const std::string& path) {
-  auto loaded = ptadvise::load_trace_file(path);
-  if (auto* error = std::get_if<ptadvise::LoadError>(&loaded)) FAIL(error->message);
-  ptadvise::Timeline timeline = std::move(std::get<ptadvise::Timeline>(loaded));
-  if (!timeline.rank) timeline.rank = ptadvise::rank_from_file_name(std::filesystem::path(path).filename().string());
-  ptadvise::Analysis analysis = ptadvise::analyze(timeline);
-  return ptadvise::make_digest(analysis, {});
-}
-
-std::vector<ptadvise::RankDigest> digests_of(const std::vector<std::string>& inputs) {
-  std::vector<ptadvise::RankDigest> digests;
-  for (const auto& input : inputs) {
-    std::string error;
-    for (const auto& file : ptadvise::find_trace_files(input, error)) digests.push_back(digest_of(file));
-    if (!error.empty()) FAIL(error);
-  }
-  return digests;
-}
-
-std::vector<const ptadvise::RankDigest*> pointers(const std::vector<ptadvise::RankDigest>& digests) {
-  std::vector<const ptadvise::RankDigest*> out;
-  for (const auto& d : digests) out.push_back(&d);
-  return out;
-}
-
-ptadvise::JobRuleSet job_rules() {
-  auto loaded = ptadvise::load_job_rules({kRulesDir});
-  if (auto* error = std::get_if<ptadvise::JobRuleError>(&loaded)) FAIL(error->message);
-  return std::move(std::get<ptadvise::JobRuleSet>(loaded));
-}
 
 }  // namespace
 
@@ -377,3 +352,4 @@ saving: {ms_per_step: compute_ms, method: m, confidence: low}
   REQUIRE(std::holds_alternative<ptadvise::JobRuleSet>(accepted));
   CHECK(std::get<ptadvise::JobRuleSet>(accepted).judges_lone_rank("PTA299"));
 }
+

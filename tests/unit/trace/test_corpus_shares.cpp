@@ -6,11 +6,9 @@
 #include <doctest/doctest.h>
 
 #include <cmath>
-#include <filesystem>
-#include <variant>
 
+#include "corpus_traces.h"
 #include "ptadvise/analysis.h"
-#include "ptadvise/loader.h"
 
 using namespace ptadvise;
 
@@ -64,22 +62,13 @@ const Expected kExpected[] = {
 }  // namespace
 
 TEST_CASE("corpus: compute, communication and copy shares match an independent computation") {
-  const std::filesystem::path traces = std::filesystem::path(PTADVISE_SHARED_DIR) / "traces";
-  if (!std::filesystem::is_directory(traces)) {
-    MESSAGE("skipped: " << traces.string() << " is absent (the shared traces live beside the project)");
-    return;
-  }
+  const auto traces = testing::corpus_traces();
+  if (!traces) return;
   for (const Expected& expected : kExpected) {
-    const std::filesystem::path path = traces / expected.file;
     CAPTURE(expected.file);
-    if (!std::filesystem::exists(path)) {
-      MESSAGE("skipped: " << path.string() << " is absent");
-      continue;
-    }
-    auto loaded = load_trace_file(path.string());
-    REQUIRE(std::holds_alternative<Timeline>(loaded));
-    const Timeline& timeline = std::get<Timeline>(loaded);
-    Summary summary = summarize(analyze(timeline));
+    const auto timeline = testing::load_corpus_trace(*traces, expected.file);
+    if (!timeline) continue;
+    Summary summary = summarize(analyze(*timeline));
     // Within 2 percentage points (the two sides round differently).
     CHECK(std::abs(summary.gpu_busy_pct - expected.gpu_busy_pct) <= 2.0);
     CHECK(std::abs(summary.compute_busy_pct - expected.compute_busy_pct) <= 2.0);
@@ -102,15 +91,12 @@ TEST_CASE("corpus: compute, communication and copy shares match an independent c
 }
 
 TEST_CASE("corpus: a rank waiting in NCCL kernels is not a busy rank") {
-  const std::filesystem::path path = std::filesystem::path(PTADVISE_SHARED_DIR) / "traces" /
-                                     "HTA__tests__data__timeline_analysis__sampled_rank-0.json.gz";
-  if (!std::filesystem::exists(path)) {
-    MESSAGE("skipped: " << path.string() << " is absent (the shared traces live beside the project)");
-    return;
-  }
-  auto loaded = load_trace_file(path.string());
-  REQUIRE(std::holds_alternative<Timeline>(loaded));
-  Summary summary = summarize(analyze(std::get<Timeline>(loaded)));
+  const auto traces = testing::corpus_traces();
+  if (!traces) return;
+  const auto timeline =
+      testing::load_corpus_trace(*traces, "HTA__tests__data__timeline_analysis__sampled_rank-0.json.gz");
+  if (!timeline) return;
+  Summary summary = summarize(analyze(*timeline));
   // 44.5% "busy", of which 27.4 points are NCCL kernels: the GPU computes 17% of the step.
   CHECK(summary.gpu_busy_pct == doctest::Approx(44.51).epsilon(0.001));
   CHECK(summary.compute_busy_pct == doctest::Approx(17.10).epsilon(0.001));

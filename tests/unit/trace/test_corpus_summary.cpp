@@ -5,10 +5,10 @@
 #include <doctest/doctest.h>
 
 #include <cmath>
-#include <filesystem>
 #include <string>
 #include <variant>
 
+#include "corpus_traces.h"
 #include "ptadvise/analysis.h"
 #include "ptadvise/loader.h"
 #include "test_analysis_helpers.h"
@@ -97,23 +97,14 @@ const Expected kExpected[] = {
 }  // namespace
 
 TEST_CASE("corpus: summary figures match an independent computation on real traces") {
-  const std::filesystem::path traces = std::filesystem::path(PTADVISE_SHARED_DIR) / "traces";
-  if (!std::filesystem::is_directory(traces)) {
-    MESSAGE("skipped: " << traces.string() << " is absent (the shared traces live beside the project)");
-    return;
-  }
+  const auto traces = testing::corpus_traces();
+  if (!traces) return;
   for (const Expected& expected : kExpected) {
-    const std::filesystem::path path = traces / expected.file;
     CAPTURE(expected.file);
     CAPTURE(expected.why);
-    if (!std::filesystem::exists(path)) {
-      MESSAGE("skipped: " << path.string() << " is absent");
-      continue;
-    }
-    auto loaded = load_trace_file(path.string());
-    REQUIRE(std::holds_alternative<Timeline>(loaded));
-    const Timeline& timeline = std::get<Timeline>(loaded);
-    Analysis analysis = analyze(timeline);
+    const auto timeline = testing::load_corpus_trace(*traces, expected.file);
+    if (!timeline) continue;
+    Analysis analysis = analyze(*timeline);
     Summary summary = summarize(analysis);
     CHECK(summary.step_count == expected.steps);
     CHECK(to_string(summary.step_source) == expected.source);
@@ -130,15 +121,12 @@ TEST_CASE("corpus: summary figures match an independent computation on real trac
 }
 
 TEST_CASE("corpus: resnet50 without its ProfilerStep markers still has its 6 iterations") {
-  const std::filesystem::path path = std::filesystem::path(PTADVISE_SHARED_DIR) / "traces" /
-                                     "kineto__tb_plugin__samples__resnet50_num_workers_0__worker0.pt.trace.json.gz";
-  if (!std::filesystem::exists(path)) {
-    MESSAGE("skipped: " << path.string() << " is absent (the shared traces live beside the project)");
-    return;
-  }
-  auto loaded = load_trace_file(path.string());
-  REQUIRE(std::holds_alternative<Timeline>(loaded));
-  const Timeline& marked = std::get<Timeline>(loaded);
+  const auto traces = testing::corpus_traces();
+  if (!traces) return;
+  const auto loaded = testing::load_corpus_trace(
+      *traces, "kineto__tb_plugin__samples__resnet50_num_workers_0__worker0.pt.trace.json.gz");
+  if (!loaded) return;
+  const Timeline& marked = *loaded;
   // The same bytes with every marker renamed (same length, so nothing else moves).
   std::string bytes(marked.buffer, marked.buffer_size);
   for (size_t at = bytes.find("ProfilerStep#"); at != std::string::npos; at = bytes.find("ProfilerStep#", at)) {

@@ -1,4 +1,4 @@
-// Job rules (`scope: job`): loading, validation and evaluation over the metrics of a job's ranks.
+// Job rules (`scope: job`): loading and validation of the YAML into compiled rules (job_rule_model.h).
 // docs/RULE_LANGUAGE.md "Job scope" documents the language; keep both in step.
 #include <yaml-cpp/yaml.h>
 
@@ -7,13 +7,10 @@
 #include <charconv>
 #include <cmath>
 #include <filesystem>
-#include <functional>
 #include <set>
 #include <sstream>
 
-#include "job_metrics.h"
-#include "ptadvise/job.h"
-#include "ptadvise/rules.h"
+#include "job_rule_model.h"
 #include "ptadvise/yaml_budget.h"
 
 namespace ptadvise {
@@ -21,6 +18,11 @@ namespace ptadvise {
 namespace {
 
 namespace fs = std::filesystem;
+using job_detail::Condition;
+using job_detail::Op;
+using job_detail::Operand;
+using job_detail::Over;
+using job_detail::TemplatePart;
 
 struct Failure {
   std::string message;
@@ -35,49 +37,6 @@ struct Failure {
   for (char c : out.str()) line += (c == '\n' || static_cast<unsigned char>(c) < 0x20) ? ' ' : c;
   throw Failure{line};
 }
-
-enum class Over { Job, Rank, Ranks, CollectiveType };
-
-enum class Op { Lt, Le, Gt, Ge, Eq, Ne };
-
-struct Operand {
-  bool is_metric = false;
-  std::string metric;     // a metric of the row
-  int threshold = -1;     // index into thresholds
-  double literal = 0;
-};
-
-struct Condition {
-  enum class Kind { Compare, All, Any, Not } kind = Kind::Compare;
-  Operand left, right;
-  Op op = Op::Ge;
-  std::vector<Condition> children;
-};
-
-struct TemplatePart {
-  std::string literal;
-  std::string placeholder;  // empty for literal text
-};
-
-}  // namespace
-
-struct JobRuleSetImpl {
-  struct Rule {
-    Over over = Over::Job;
-    std::vector<ThresholdInfo> thresholds;
-    Condition when;
-    std::vector<TemplatePart> message;
-    std::vector<TemplatePart> short_message;  // empty: none
-    std::string saving_metric;
-    Confidence confidence = Confidence::Medium;
-    bool lone_rank = false;  // also judges one recorded rank of a larger job
-    std::vector<JobRuleTest> tests;
-  };
-  std::vector<RuleInfo> infos;
-  std::vector<Rule> rules;
-};
-
-namespace {
 
 std::vector<std::string> strings_of(const std::string& file, const YAML::Node& node, const std::string& key) {
   std::vector<std::string> out;
@@ -201,9 +160,7 @@ class Compiler {
 
  private:
   void check_metric(const std::string& name, const YAML::Node& node, const std::string& key) const {
-    const auto& names = job_detail::metric_names(over_ == Over::Job ? job_detail::RowKind::Job
-                                                 : over_ == Over::CollectiveType ? job_detail::RowKind::CollectiveType
-                                                                                 : job_detail::RowKind::Rank);
+    const auto& names = job_detail::metric_names(job_detail::row_kind(over_));
     if (std::find(names.begin(), names.end(), name) == names.end()) {
       std::string list;
       for (const auto& n : names) list += (list.empty() ? "" : ", ") + n;
@@ -363,81 +320,6 @@ void add_rule(JobRuleSetImpl& set, std::string_view yaml, const std::string& fil
   set.rules.push_back(std::move(rule));
 }
 
-bool compare(double a, Op op, double b) {
-  switch (op) {
-    case Op::Lt:
-      return a < b;
-    case Op::Le:
-      return a <= b;
-    case Op::Gt:
-      return a > b;
-    case Op::Ge:
-      return a >= b;
-    case Op::Eq:
-      return a == b;
-    case Op::Ne:
-      return a != b;
-  }
-  return false;
-}
-
-double value_of(const Operand& o, const job_detail::Row& row, const std::vector<double>& thresholds) {
-  if (o.threshold >= 0) return thresholds[static_cast<size_t>(o.threshold)];
-  if (!o.is_metric) return o.literal;
-  auto it = row.values.find(o.metric);
-  return it == row.values.end() ? std::nan("") : it->second;
-}
-
-bool holds(const Condition& c, const job_detail::Row& row, const std::vector<double>& thresholds) {
-  switch (c.kind) {
-    case Condition::Kind::All:
-      return std::all_of(c.children.begin(), c.children.end(), [&](const Condition& x) { return holds(x, row, thresholds); });
-    case Condition::Kind::Any:
-      return std::any_of(c.children.begin(), c.children.end(), [&](const Condition& x) { return holds(x, row, thresholds); });
-    case Condition::Kind::Not:
-      return !holds(c.children.front(), row, thresholds);
-    case Condition::Kind::Compare:
-      break;
-  }
-  const double a = value_of(c.left, row, thresholds), b = value_of(c.right, row, thresholds);
-  if (std::isnan(a) || std::isnan(b)) return false;  // a metric the job cannot measure never fires
-  return compare(a, c.op, b);
-}
-
-std::string format_number(double value) {
-  char buffer[64];
-  const double magnitude = std::fabs(value);
-  if (value == std::floor(value) && magnitude < 1e15) {
-    std::snprintf(buffer, sizeof buffer, "%.0f", value);  // ranks, counts
-    return buffer;
-  }
-  if (magnitude > 0 && magnitude < 0.1) {
-    // Three significant digits in plain decimals ("0.00008", never "0.000"), trailing zeros dropped.
-    const int decimals = std::min(12, 2 - static_cast<int>(std::floor(std::log10(magnitude))));
-    std::snprintf(buffer, sizeof buffer, "%.*f", decimals, value);
-    std::string text = buffer;
-    while (text.back() == '0') text.pop_back();
-    if (text.back() == '.') text.pop_back();
-    return text;
-  }
-  const int decimals = magnitude >= 100 ? 0 : magnitude >= 10 ? 1 : magnitude >= 1 ? 2 : 3;
-  std::snprintf(buffer, sizeof buffer, "%.*f", decimals, value);
-  return buffer;
-}
-
-std::string rank_list(const std::vector<int>& ranks, size_t job_ranks) {
-  if (ranks.size() == job_ranks && job_ranks > 1) return "all " + std::to_string(job_ranks) + " ranks";
-  std::string out = ranks.size() == 1 ? "rank " : "ranks ";
-  for (size_t i = 0; i < ranks.size(); ++i) {
-    if (i == 8 && ranks.size() > 10) {
-      out += ", … (" + std::to_string(ranks.size()) + " ranks)";
-      break;
-    }
-    out += (i ? ", " : "") + std::to_string(ranks[i]);
-  }
-  return out;
-}
-
 }  // namespace
 
 JobRuleSet::JobRuleSet() : impl_(std::make_unique<JobRuleSetImpl>()) {}
@@ -497,85 +379,6 @@ std::variant<JobRuleSet, JobRuleError> load_job_rules(const std::vector<std::str
     }
   }
   return set;
-}
-
-std::vector<Finding> evaluate_job(const JobRuleSet& rules, const JobAnalysis& job,
-                                  const std::vector<const RankDigest*>& ranks,
-                                  const std::map<std::string, std::map<std::string, double>>& overrides,
-                                  const std::vector<std::string>& skip) {
-  std::vector<Finding> findings;
-  const JobRuleSetImpl& set = rules.impl();
-  for (size_t r = 0; r < set.rules.size(); ++r) {
-    const RuleInfo& info = set.infos[r];
-    const auto& rule = set.rules[r];
-    if (std::find(skip.begin(), skip.end(), info.id) != skip.end()) continue;
-    std::vector<double> thresholds;
-    auto override_it = overrides.find(info.id);
-    for (const auto& t : rule.thresholds) {
-      double value = t.value;
-      if (override_it != overrides.end()) {
-        auto v = override_it->second.find(t.name);
-        if (v != override_it->second.end()) value = v->second;
-      }
-      thresholds.push_back(value);
-    }
-    const auto kind = rule.over == Over::Job              ? job_detail::RowKind::Job
-                      : rule.over == Over::CollectiveType ? job_detail::RowKind::CollectiveType
-                                                          : job_detail::RowKind::Rank;
-    std::vector<job_detail::Row> rows = job_detail::rows(kind, job, ranks);
-    std::vector<job_detail::Row> firing;
-    for (auto& row : rows) {
-      if (holds(rule.when, row, thresholds)) firing.push_back(std::move(row));
-    }
-    if (firing.empty()) continue;
-    if (rule.over == Over::Ranks) firing = {job_detail::fold_rows(firing)};
-    for (const auto& row : firing) {
-      Finding f;
-      f.rule_id = info.id;
-      f.rule_name = info.name;
-      f.severity = info.severity;
-      f.tags = info.tags;
-      f.fix = info.fix;
-      f.ranks = row.ranks;
-      f.site.op = row.site;
-      f.site.detail = rank_list(row.ranks, job.ranks.size());
-      auto render = [&](const std::vector<TemplatePart>& parts) {
-        std::string text;
-        for (const auto& part : parts) {
-          if (part.placeholder.empty()) {
-            text += part.literal;
-          } else if (part.placeholder == "ranks") {
-            text += rank_list(row.ranks, job.ranks.size());
-          } else if (part.placeholder == "rank_list") {
-            std::string list;
-            for (int rank : row.ranks) list += (list.empty() ? "" : ", ") + std::to_string(rank);
-            text += list;
-          } else if (part.placeholder == "cause" || part.placeholder == "type") {
-            auto it = row.texts.find(part.placeholder);
-            text += it == row.texts.end() ? "unknown" : it->second;
-          } else {
-            auto it = row.values.find(part.placeholder);
-            text += it == row.values.end() ? "?" : format_number(it->second);
-          }
-        }
-        while (!text.empty() && (text.back() == '\n' || text.back() == ' ')) text.pop_back();
-        return text;
-      };
-      f.message = render(rule.message);
-      f.short_message = render(rule.short_message);
-      f.short_fix = info.short_fix;
-      auto saving = row.values.find(rule.saving_metric);
-      f.saving_ms_per_step = saving == row.values.end() || std::isnan(saving->second) ? 0 : std::max(saving->second, 0.0);
-      f.saving_pct = job.step_ms > 0 ? 100.0 * f.saving_ms_per_step / job.step_ms : 0;
-      f.time_ms_per_step = f.saving_ms_per_step;
-      f.steps_present_pct = 100;
-      f.saving_method = info.saving_method;
-      f.confidence = rule.confidence;
-      f.trace_path = job.name;
-      findings.push_back(std::move(f));
-    }
-  }
-  return findings;
 }
 
 }  // namespace ptadvise

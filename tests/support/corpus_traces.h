@@ -1,0 +1,44 @@
+// The real traces of ../shared/traces for the tests that read them. Each test says when it skips: the
+// traces live beside the project and may be absent.
+//
+//   auto traces = ptadvise::testing::corpus_traces();
+//   if (!traces) return;
+//   auto timeline = ptadvise::testing::load_corpus_trace(*traces, "kineto__....json.gz");
+//   if (!timeline) return;  // or continue, in a loop over traces
+#pragma once
+
+#include <doctest/doctest.h>
+
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <utility>
+#include <variant>
+
+#include "ptadvise/loader.h"
+#include "ptadvise/timeline.h"
+
+namespace ptadvise::testing {
+
+// The corpus directory, or nullopt (said as a skip) when it is absent.
+inline std::optional<std::filesystem::path> corpus_traces() {
+  const std::filesystem::path traces = std::filesystem::path(PTADVISE_SHARED_DIR) / "traces";
+  if (std::filesystem::is_directory(traces)) return traces;
+  MESSAGE("skipped: " << traces.string() << " is absent (the shared traces live beside the project)");
+  return std::nullopt;
+}
+
+// One corpus trace, loaded; nullopt (said as a skip) when the file is absent. A trace that does not load
+// fails the test.
+inline std::optional<Timeline> load_corpus_trace(const std::filesystem::path& traces, const std::string& file) {
+  const std::filesystem::path path = traces / file;
+  if (!std::filesystem::exists(path)) {
+    MESSAGE("skipped: " << path.string() << " is absent");
+    return std::nullopt;
+  }
+  auto loaded = load_trace_file(path.string());
+  REQUIRE(std::holds_alternative<Timeline>(loaded));
+  return std::get<Timeline>(std::move(loaded));
+}
+
+}  // namespace ptadvise::testing
