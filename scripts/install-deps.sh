@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # Installs the Debian packages ptadvise needs, only those missing. Usage: install-deps.sh [--test]
-# --test adds what the test suite needs (ccache: the three build trees of .ci/run share one cache; clang + libFuzzer runtime, jsonschema for SARIF and the output
-# schemas, zsh/fish/man for the generated completions and man page, dpkg-dev for the .deb, pre-commit
-# for the hook definitions, PyTorch for the capture and profiler-hook tests, headless Chromium and
-# python3-websocket to render the HTML report). The CUDA 13 toolkit (CUPTI) is expected under
-# /usr/local/cuda; without it the capture library is skipped and everything else still builds.
+# --test adds what the test suite needs (ccache, which the three build trees of .ci/run share; clang +
+# libFuzzer runtime, jsonschema for SARIF and the output schemas, zsh/fish/man for the generated completions
+# and man page, dpkg-dev for the .deb, pre-commit for the hook definitions, PyTorch for the capture and
+# profiler-hook tests, headless Chromium and python3-websocket to render the HTML report). The CUDA 13
+# toolkit (CUPTI) is expected under /usr/local/cuda; without it the capture library is skipped and
+# everything else still builds.
 set -euo pipefail
 packages=(build-essential cmake pkg-config libsimdjson-dev libyaml-cpp-dev libcli11-dev doctest-dev
           libdeflate-dev libre2-dev zlib1g-dev nlohmann-json3-dev libfmt-dev libpugixml-dev python3)
