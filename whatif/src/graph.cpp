@@ -38,13 +38,22 @@ class Builder {
     g_.edges.reserve(2 * ev_.size());
     g_.node_of_event.assign(ev_.size(), kNone);
     g_.lane_of_track.assign(tl_.tracks.size(), kNone);
-    for (uint32_t t = 0; t < tl_.tracks.size(); ++t) {
-      if (tl_.tracks[t].kind == TrackKind::Cpu) host_lane(t);
+    host_lanes({});
+    // The main thread waits for every helper burst one of its pieces spans: cut it at the bursts' edges
+    // (docs/WHATIF.md, "join") and cut the threads again.
+    std::vector<int64_t> cuts = burst_cuts();
+    if (!cuts.empty()) {
+      g_.nodes.clear();
+      g_.lanes.clear();
+      g_.node_of_event.assign(ev_.size(), kNone);
+      g_.lane_of_track.assign(tl_.tracks.size(), kNone);
+      g_.main_lane = kNone;
+      worker_waits_.clear();
+      host_lanes(cuts);
     }
     for (uint32_t t = 0; t < tl_.tracks.size(); ++t) {
       if (tl_.tracks[t].kind == TrackKind::Gpu) gpu_lane(t);
     }
-    if (a_.main_track < g_.lane_of_track.size()) g_.main_lane = g_.lane_of_track[a_.main_track];
     g_.launched_by.assign(g_.nodes.size(), kNone);
     g_.first_launched.assign(g_.nodes.size(), kNone);
     g_.next_launched.assign(g_.nodes.size(), kNone);
@@ -69,8 +78,17 @@ class Builder {
     g_.edges.push_back({from_vertex, to_vertex, delay, kind});
   }
 
-  // Cuts a thread's events into segments, each owned by the innermost event running in it.
-  void host_lane(uint32_t track) {
+  void host_lanes(const std::vector<int64_t>& main_cuts) {
+    static const std::vector<int64_t> none;
+    for (uint32_t t = 0; t < tl_.tracks.size(); ++t) {
+      if (tl_.tracks[t].kind == TrackKind::Cpu) host_lane(t, t == a_.main_track ? main_cuts : none);
+    }
+    if (a_.main_track < g_.lane_of_track.size()) g_.main_lane = g_.lane_of_track[a_.main_track];
+  }
+
+  // Cuts a thread's events into segments, each owned by the innermost event running in it, and at `cuts`
+  // (sorted times).
+  void host_lane(uint32_t track, const std::vector<int64_t>& cuts) {
     Lane lane;
     lane.track = track;
     const uint32_t lane_index = static_cast<uint32_t>(g_.lanes.size());
@@ -82,8 +100,7 @@ class Builder {
     int loader_depth = 0, worker_loader_depth = 0;
     int64_t cursor = std::numeric_limits<int64_t>::min();
     uint32_t last_step = kNone;
-    auto emit = [&](int64_t from, int64_t to, bool force) {
-      if (to < from || (to == from && !force)) return;
+    auto emit_piece = [&](int64_t from, int64_t to) {
       Node node;
       node.start_ns = from;
       node.dur_ns = to - from;
@@ -109,6 +126,14 @@ class Builder {
         worker_waits_.push_back(n);
       }
       if (node.event != kNone && g_.node_of_event[node.event] == kNone) g_.node_of_event[node.event] = n;
+    };
+    auto emit = [&](int64_t from, int64_t to, bool force) {
+      if (to < from || (to == from && !force)) return;
+      for (auto it = std::upper_bound(cuts.begin(), cuts.end(), from); it != cuts.end() && *it < to; ++it) {
+        emit_piece(from, *it);
+        from = *it;
+      }
+      emit_piece(from, to);
     };
     auto pop = [&]() {
       const Open top = stack.back();
@@ -473,65 +498,113 @@ class Builder {
     }
   }
 
+  // The main-thread node running at `time`, or kNone.
+  uint32_t main_node_at(int64_t time) const {
+    const Lane& main = g_.lanes[g_.main_lane];
+    auto it = std::upper_bound(main.nodes.begin(), main.nodes.end(), time,
+                               [this](int64_t t, uint32_t n) { return t < g_.nodes[n].start_ns; });
+    if (it == main.nodes.begin()) return kNone;
+    const Node& node = g_.nodes[*(it - 1)];
+    if (time > node.start_ns + node.dur_ns && it == main.nodes.end()) return kNone;
+    return *(it - 1);
+  }
+
+  // Walks a helper thread: `start(n, m)` for its first node (it begins where main-thread node m then was),
+  // `hand_off(n, m)` for a gap of its during which the main thread began something new (m, running at the
+  // gap's end), and `burst(first, last)` for each run of its nodes between two hand-offs (the helper's own
+  // gaps included: a gap the main thread spent entirely inside one node keeps its length).
+  template <class Start, class HandOff, class Burst>
+  void walk_helper(const Lane& lane, Start start, HandOff hand_off, Burst burst) const {
+    uint32_t burst_first = kNone, burst_last = kNone;
+    for (size_t k = 0; k < lane.nodes.size(); ++k) {
+      const uint32_t n = lane.nodes[k];
+      const Node& node = g_.nodes[n];
+      const bool gap = node.kind == NodeKind::HostGap && k != 0;
+      if (!gap && k != 0) {
+        if (burst_first == kNone) burst_first = n;
+        burst_last = n;
+        continue;
+      }
+      const uint32_t m = main_node_at(k == 0 ? node.start_ns : node.start_ns + node.dur_ns);
+      if (m == kNone) continue;
+      if (k == 0) {
+        start(n, m);
+        burst_first = burst_last = n;
+        continue;
+      }
+      if (g_.nodes[m].start_ns <= node.start_ns) continue;  // the helper's own gap
+      if (burst_first != kNone) burst(burst_first, burst_last);
+      burst_first = burst_last = kNone;
+      hand_off(n, m);
+    }
+    if (burst_first != kNone) burst(burst_first, burst_last);
+  }
+
+  // The main-thread node that spans a whole helper burst and may wait for it (not a call or a wait), or kNone.
+  uint32_t spanning_waiter(uint32_t first, uint32_t last) const {
+    const int64_t b0 = g_.nodes[first].start_ns;
+    const int64_t b1 = g_.nodes[last].start_ns + g_.nodes[last].dur_ns;
+    const uint32_t m = main_node_at(b0);
+    if (m == kNone) return kNone;
+    const Node& waiter = g_.nodes[m];
+    if (waiter.kind == NodeKind::Call || waiter.kind == NodeKind::HostWait) return kNone;
+    if (waiter.start_ns > b0 || waiter.start_ns + waiter.dur_ns < b1) return kNone;
+    return m;
+  }
+
+  // Where the main thread's pieces are cut so that each helper burst a piece spans gets a piece of its own:
+  // the burst's start and end (sorted, unique).
+  std::vector<int64_t> burst_cuts() const {
+    std::vector<int64_t> cuts;
+    if (g_.main_lane == kNone) return cuts;
+    for (uint32_t l = 0; l < g_.lanes.size(); ++l) {
+      if (l == g_.main_lane) continue;
+      walk_helper(
+          g_.lanes[l], [](uint32_t, uint32_t) {}, [](uint32_t, uint32_t) {},
+          [&](uint32_t first, uint32_t last) {
+            if (spanning_waiter(first, last) == kNone) return;
+            cuts.push_back(g_.nodes[first].start_ns);
+            cuts.push_back(g_.nodes[last].start_ns + g_.nodes[last].dur_ns);
+          });
+    }
+    std::sort(cuts.begin(), cuts.end());
+    cuts.erase(std::unique(cuts.begin(), cuts.end()), cuts.end());
+    return cuts;
+  }
+
   // Helper threads (autograd's device thread, pin-memory, loader threads) start their bursts of work
-  // when the main thread hands it to them: a gap of theirs during which the main thread began something
-  // new ends where the main thread then was. A gap the main thread spent entirely inside one node is the
-  // helper's own (waiting for the GPU, Python) and keeps its length. When one main-thread node spans a
-  // whole burst (the main thread blocked in loss.backward() while the autograd thread ran it), the node
-  // waits for the burst: it ends that long after the burst as it did in the trace.
+  // when the main thread hands it to them: a hand-off gap ends where the main thread then was. When a
+  // main-thread piece spans a whole burst (the main thread blocked in loss.backward() while the autograd
+  // thread ran it; a thread that only holds the step markers while another does the work), the piece
+  // waits for the burst: it ends that long after the burst as it did in the trace. The main thread was
+  // cut at every such burst's edges (burst_cuts), so each burst it waits for has a piece of its own and
+  // the instants after it (the next piece, the step's end) follow the burst.
   void thread_edges() {
     if (g_.main_lane == kNone) return;
-    const Lane& main = g_.lanes[g_.main_lane];
-    auto main_node_at = [&](int64_t time) -> uint32_t {
-      auto it = std::upper_bound(main.nodes.begin(), main.nodes.end(), time,
-                                 [this](int64_t t, uint32_t n) { return t < g_.nodes[n].start_ns; });
-      if (it == main.nodes.begin()) return kNone;
-      const Node& node = g_.nodes[*(it - 1)];
-      if (time > node.start_ns + node.dur_ns && it == main.nodes.end()) return kNone;
-      return *(it - 1);
-    };
     std::vector<uint8_t> joined(g_.nodes.size(), 0);
-    auto join = [&](uint32_t first, uint32_t last) {
-      const int64_t b0 = g_.nodes[first].start_ns;
-      const int64_t b1 = g_.nodes[last].start_ns + g_.nodes[last].dur_ns;
-      const uint32_t m = main_node_at(b0);
-      if (m == kNone || joined[m]) return;
-      Node& waiter = g_.nodes[m];
-      if (waiter.kind == NodeKind::Call || waiter.kind == NodeKind::HostWait) return;
-      if (waiter.start_ns > b0 || waiter.start_ns + waiter.dur_ns < b1) return;
-      joined[m] = 1;
-      waiter.work_ns = std::max<int64_t>(0, waiter.dur_ns - (b1 - b0));
-      add_edge(2 * last + 1, 2 * m + 1, waiter.start_ns + waiter.dur_ns - b1, EdgeKind::Thread);
-    };
     for (uint32_t l = 0; l < g_.lanes.size(); ++l) {
       const Lane& lane = g_.lanes[l];
       if (lane.gpu || l == g_.main_lane) continue;
-      uint32_t burst_first = kNone, burst_last = kNone;
-      for (size_t k = 0; k < lane.nodes.size(); ++k) {
-        const uint32_t n = lane.nodes[k];
-        Node& node = g_.nodes[n];
-        const bool gap = node.kind == NodeKind::HostGap && k != 0;
-        if (!gap && k != 0) {
-          if (burst_first == kNone) burst_first = n;
-          burst_last = n;
-          continue;
-        }
-        const int64_t at = k == 0 ? node.start_ns : node.start_ns + node.dur_ns;
-        const uint32_t m = main_node_at(at);
-        if (m == kNone) continue;
-        if (k == 0) {
-          node.anchored = false;
-          add_edge(2 * m, 2 * n, at - g_.nodes[m].start_ns, EdgeKind::Thread);
-          burst_first = burst_last = n;
-          continue;
-        }
-        if (g_.nodes[m].start_ns <= node.start_ns) continue;  // the helper's own gap
-        if (burst_first != kNone) join(burst_first, burst_last);
-        burst_first = burst_last = kNone;
-        node.work_ns = 0;
-        add_edge(2 * m, 2 * n + 1, at - g_.nodes[m].start_ns, EdgeKind::Thread);
-      }
-      if (burst_first != kNone) join(burst_first, burst_last);
+      walk_helper(
+          lane,
+          [&](uint32_t n, uint32_t m) {
+            g_.nodes[n].anchored = false;
+            add_edge(2 * m, 2 * n, g_.nodes[n].start_ns - g_.nodes[m].start_ns, EdgeKind::Thread);
+          },
+          [&](uint32_t n, uint32_t m) {
+            Node& node = g_.nodes[n];
+            node.work_ns = 0;
+            add_edge(2 * m, 2 * n + 1, node.start_ns + node.dur_ns - g_.nodes[m].start_ns, EdgeKind::Thread);
+          },
+          [&](uint32_t first, uint32_t last) {
+            const uint32_t m = spanning_waiter(first, last);
+            if (m == kNone || joined[m]) return;
+            joined[m] = 1;
+            Node& waiter = g_.nodes[m];
+            const int64_t b1 = g_.nodes[last].start_ns + g_.nodes[last].dur_ns;
+            waiter.work_ns = std::max<int64_t>(0, waiter.dur_ns - (b1 - g_.nodes[first].start_ns));
+            add_edge(2 * last + 1, 2 * m + 1, waiter.start_ns + waiter.dur_ns - b1, EdgeKind::Thread);
+          });
     }
   }
 
