@@ -40,8 +40,15 @@ class Builder {
     g_.lane_of_track.assign(tl_.tracks.size(), kNone);
     host_lanes({});
     // The main thread waits for every helper burst one of its pieces spans: cut it at the bursts' edges
-    // (docs/WHATIF.md, "join") and cut the threads again.
-    std::vector<int64_t> cuts = burst_cuts();
+    // (docs/WHATIF.md, "join") and cut the threads again (the helpers' pieces stay as they were).
+    read_helpers();
+    std::vector<int64_t> cuts;
+    for (const Burst& b : bursts_) {
+      cuts.push_back(b.start);
+      cuts.push_back(b.end);
+    }
+    std::sort(cuts.begin(), cuts.end());
+    cuts.erase(std::unique(cuts.begin(), cuts.end()), cuts.end());
     if (!cuts.empty()) {
       g_.nodes.clear();
       g_.lanes.clear();
@@ -509,33 +516,33 @@ class Builder {
     return *(it - 1);
   }
 
-  // Walks a helper thread: `start(n, m)` for its first node (it begins where main-thread node m then was),
-  // `hand_off(n, m)` for a gap of its during which the main thread began something new (m, running at the
-  // gap's end), and `burst(first, last)` for each run of its nodes between two hand-offs (the helper's own
-  // gaps included: a gap the main thread spent entirely inside one node keeps its length).
+  // Walks a helper thread (by positions in its lane): `start(k, m)` for its first node (it begins where
+  // main-thread node m then was), `hand_off(k, m)` for a gap of its during which the main thread began
+  // something new (m, running at the gap's end), and `burst(first, last)` for each run of its nodes between
+  // two hand-offs (the helper's own gaps included: a gap the main thread spent entirely inside one node
+  // keeps its length).
   template <class Start, class HandOff, class Burst>
   void walk_helper(const Lane& lane, Start start, HandOff hand_off, Burst burst) const {
-    uint32_t burst_first = kNone, burst_last = kNone;
+    size_t burst_first = kNone, burst_last = kNone;
     for (size_t k = 0; k < lane.nodes.size(); ++k) {
-      const uint32_t n = lane.nodes[k];
-      const Node& node = g_.nodes[n];
+      const Node& node = g_.nodes[lane.nodes[k]];
       const bool gap = node.kind == NodeKind::HostGap && k != 0;
       if (!gap && k != 0) {
-        if (burst_first == kNone) burst_first = n;
-        burst_last = n;
+        if (burst_first == kNone) burst_first = k;
+        burst_last = k;
         continue;
       }
       const uint32_t m = main_node_at(k == 0 ? node.start_ns : node.start_ns + node.dur_ns);
       if (m == kNone) continue;
       if (k == 0) {
-        start(n, m);
-        burst_first = burst_last = n;
+        start(k, m);
+        burst_first = burst_last = k;
         continue;
       }
       if (g_.nodes[m].start_ns <= node.start_ns) continue;  // the helper's own gap
       if (burst_first != kNone) burst(burst_first, burst_last);
       burst_first = burst_last = kNone;
-      hand_off(n, m);
+      hand_off(k, m);
     }
     if (burst_first != kNone) burst(burst_first, burst_last);
   }
@@ -552,59 +559,62 @@ class Builder {
     return m;
   }
 
-  // Where the main thread's pieces are cut so that each helper burst a piece spans gets a piece of its own:
-  // the burst's start and end (sorted, unique).
-  std::vector<int64_t> burst_cuts() const {
-    std::vector<int64_t> cuts;
-    if (g_.main_lane == kNone) return cuts;
+  // How the helper threads follow the main thread, read once on the uncut main thread (by lane and
+  // position, which cutting the main thread does not change): where each starts and is handed work, and
+  // the bursts a main-thread piece spans whole.
+  void read_helpers() {
+    if (g_.main_lane == kNone) return;
     for (uint32_t l = 0; l < g_.lanes.size(); ++l) {
       if (l == g_.main_lane) continue;
+      const Lane& lane = g_.lanes[l];
       walk_helper(
-          g_.lanes[l], [](uint32_t, uint32_t) {}, [](uint32_t, uint32_t) {},
-          [&](uint32_t first, uint32_t last) {
-            if (spanning_waiter(first, last) == kNone) return;
-            cuts.push_back(g_.nodes[first].start_ns);
-            cuts.push_back(g_.nodes[last].start_ns + g_.nodes[last].dur_ns);
+          lane, [&](size_t k, uint32_t) { hand_offs_.push_back({l, k, g_.nodes[lane.nodes[k]].start_ns, true}); },
+          [&](size_t k, uint32_t) {
+            const Node& gap = g_.nodes[lane.nodes[k]];
+            hand_offs_.push_back({l, k, gap.start_ns + gap.dur_ns, false});
+          },
+          [&](size_t first, size_t last) {
+            const uint32_t f = lane.nodes[first], t = lane.nodes[last];
+            if (spanning_waiter(f, t) == kNone) return;
+            bursts_.push_back({l, last, g_.nodes[f].start_ns, g_.nodes[t].start_ns + g_.nodes[t].dur_ns});
           });
     }
-    std::sort(cuts.begin(), cuts.end());
-    cuts.erase(std::unique(cuts.begin(), cuts.end()), cuts.end());
-    return cuts;
   }
 
   // Helper threads (autograd's device thread, pin-memory, loader threads) start their bursts of work
   // when the main thread hands it to them: a hand-off gap ends where the main thread then was. When a
   // main-thread piece spans a whole burst (the main thread blocked in loss.backward() while the autograd
   // thread ran it; a thread that only holds the step markers while another does the work), the piece
-  // waits for the burst: it ends that long after the burst as it did in the trace. The main thread was
-  // cut at every such burst's edges (burst_cuts), so each burst it waits for has a piece of its own and
-  // the instants after it (the next piece, the step's end) follow the burst.
+  // waits for the burst. The main thread was cut at every such burst's edges, so the burst has pieces of
+  // their own: they do no work, the one ending where the burst ends ends with it, and the instants after
+  // it (the next piece, the step's end) follow the burst.
   void thread_edges() {
     if (g_.main_lane == kNone) return;
-    std::vector<uint8_t> joined(g_.nodes.size(), 0);
-    for (uint32_t l = 0; l < g_.lanes.size(); ++l) {
-      const Lane& lane = g_.lanes[l];
-      if (lane.gpu || l == g_.main_lane) continue;
-      walk_helper(
-          lane,
-          [&](uint32_t n, uint32_t m) {
-            g_.nodes[n].anchored = false;
-            add_edge(2 * m, 2 * n, g_.nodes[n].start_ns - g_.nodes[m].start_ns, EdgeKind::Thread);
-          },
-          [&](uint32_t n, uint32_t m) {
-            Node& node = g_.nodes[n];
-            node.work_ns = 0;
-            add_edge(2 * m, 2 * n + 1, node.start_ns + node.dur_ns - g_.nodes[m].start_ns, EdgeKind::Thread);
-          },
-          [&](uint32_t first, uint32_t last) {
-            const uint32_t m = spanning_waiter(first, last);
-            if (m == kNone || joined[m]) return;
-            joined[m] = 1;
-            Node& waiter = g_.nodes[m];
-            const int64_t b1 = g_.nodes[last].start_ns + g_.nodes[last].dur_ns;
-            waiter.work_ns = std::max<int64_t>(0, waiter.dur_ns - (b1 - g_.nodes[first].start_ns));
-            add_edge(2 * last + 1, 2 * m + 1, waiter.start_ns + waiter.dur_ns - b1, EdgeKind::Thread);
-          });
+    for (const HandOff& h : hand_offs_) {
+      const uint32_t n = g_.lanes[h.lane].nodes[h.position];
+      const uint32_t m = main_node_at(h.at);
+      if (m == kNone) continue;
+      Node& node = g_.nodes[n];
+      if (h.first) {
+        node.anchored = false;
+        add_edge(2 * m, 2 * n, h.at - g_.nodes[m].start_ns, EdgeKind::Thread);
+      } else {
+        node.work_ns = 0;
+        add_edge(2 * m, 2 * n + 1, h.at - g_.nodes[m].start_ns, EdgeKind::Thread);
+      }
+    }
+    const Lane& main = g_.lanes[g_.main_lane];
+    for (const Burst& b : bursts_) {
+      const uint32_t last = g_.lanes[b.lane].nodes[b.last];
+      auto it = std::lower_bound(main.nodes.begin(), main.nodes.end(), b.start,
+                                 [this](uint32_t n, int64_t t) { return g_.nodes[n].start_ns < t; });
+      for (; it != main.nodes.end() && g_.nodes[*it].start_ns < b.end; ++it) {
+        Node& waiter = g_.nodes[*it];
+        waiter.work_ns = 0;
+        if (waiter.start_ns + waiter.dur_ns == b.end) {
+          add_edge(2 * last + 1, 2 * *it + 1, 0, EdgeKind::Thread);
+        }
+      }
     }
   }
 
@@ -638,6 +648,19 @@ class Builder {
   StepWindow window_;
   std::map<std::pair<int32_t, int64_t>, uint32_t> lane_by_stream_;
   std::vector<uint32_t> worker_waits_;  // host nodes waiting in a multi-process loader's __next__
+  struct HandOff {
+    uint32_t lane;
+    size_t position;  // the helper's node: its first (first) or a hand-off gap
+    int64_t at;               // where the main thread was
+    bool first;
+  };
+  struct Burst {
+    uint32_t lane;
+    size_t last;  // the burst's last node (position in its lane)
+    int64_t start, end;
+  };
+  std::vector<HandOff> hand_offs_;
+  std::vector<Burst> bursts_;  // the helper bursts a main-thread piece spans whole
   std::unordered_map<uint32_t, int32_t> launch_device_;
   std::unordered_map<uint32_t, std::vector<int64_t>> queued_at_;
   std::vector<uint32_t> graph_launches_;
