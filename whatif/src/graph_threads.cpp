@@ -86,9 +86,10 @@ void Builder::read_helpers() {
 // when the main thread hands it to them: a hand-off gap ends where the main thread then was. When a
 // main-thread piece spans a whole burst (the main thread blocked in loss.backward() while the autograd
 // thread ran it; a thread that only holds the step markers while another does the work), the piece
-// waits for the burst. The main thread was cut at every such burst's edges, so the burst has pieces of
-// their own: they do no work, the one ending where the burst ends ends with it, and the instants after
-// it (the next piece, the step's end) follow the burst.
+// waits for the burst. The main thread was cut at every such burst's edges, so the burst has a piece of
+// its own that ends with it (no work of its own), and the instants after it (the next piece, the step's
+// end) follow the burst. When bursts of several helpers overlap, a piece that ends where another helper's
+// burst starts keeps its measured length: the main thread handed that burst off then.
 void Builder::thread_edges() {
   if (g_.main_lane == kNone) return;
   for (const HandOff& h : hand_offs_) {
@@ -111,10 +112,9 @@ void Builder::thread_edges() {
                                [this](uint32_t n, int64_t t) { return g_.nodes[n].start_ns < t; });
     for (; it != main.nodes.end() && g_.nodes[*it].start_ns < b.end; ++it) {
       Node& waiter = g_.nodes[*it];
+      if (waiter.start_ns + waiter.dur_ns != b.end) continue;  // ends where another helper's burst starts
       waiter.work_ns = 0;
-      if (waiter.start_ns + waiter.dur_ns == b.end) {
-        add_edge(2 * last + 1, 2 * *it + 1, 0, EdgeKind::Thread);
-      }
+      add_edge(2 * last + 1, 2 * *it + 1, 0, EdgeKind::Thread);
     }
   }
 }
