@@ -239,6 +239,78 @@ TEST_CASE("whatif: background with host_time charged_idle moves only the host ti
   analysis.idle = halves;
 }
 
+// The step markers on a thread that does nothing else (tid 2) and the work on another (tid 1): step k
+// from 1000 + 100k µs runs aten::upsample (+1, 60 µs, launches nothing), a launch at +65, its 20 µs kernel
+// at +71 and cudaStreamSynchronize +75..+93 on tid 1. The marker thread's piece spans the worker's burst
+// and waits for it, so the step ends where the worker's work does: moving the 60 µs the ledger charged
+// shortens every step by 60 µs, the last one (timed to its last event) included.
+TEST_CASE("whatif: a marker thread's step waits for the work another thread does inside it") {
+  for (int steps : {1, 4}) {
+    CAPTURE(steps);
+    testing::TraceBuilder trace(testing::Era::Kineto2023);
+    trace.device(0, "NVIDIA A100", 8, 0, 80LL << 30);
+    for (int k = 0; k < steps; ++k) {
+      const double s = 1000 + 100.0 * k;
+      // A lone step's marker stays open until the profiler stops; the step is timed to its last event.
+      trace.annotation("ProfilerStep#" + std::to_string(k + 1), s, steps == 1 ? 5000 : 100, 2);
+      trace.cpu_op("aten::upsample", s + 1, 60);
+      trace.launch("conv_kernel", s + 65, 5, s + 71, 20);
+      trace.runtime("cudaStreamSynchronize", s + 75, 18, trace.next_correlation());
+    }
+    Timeline timeline = trace.load();
+    Analysis analysis = analyze(timeline);
+    REQUIRE(analysis.steady_step_count() == static_cast<size_t>(steps));
+    whatif::Graph graph = whatif::build_graph(analysis);
+    REQUIRE(graph.main_lane != kNone);
+    REQUIRE(timeline.tracks[graph.lanes[graph.main_lane].track].tid == 2);
+    whatif::Fix moved;
+    moved.spec.primitive = whatif::Primitive::Background;
+    moved.spec.host_time = whatif::TransformSpec::HostTime::ChargedIdle;
+    for (uint32_t k = 0; k < analysis.idle.size(); ++k) {
+      const IdleGap& gap = analysis.idle[k];
+      if (gap.cause == IdleCause::CpuWork && gap.culprit != kNone && timeline.name(gap.culprit) == "aten::upsample") {
+        moved.idle_gaps.push_back(k);
+      }
+    }
+    CHECK(moved.idle_gaps.size() == static_cast<size_t>(steps));
+    const double measured = steps == 1 ? 0.093 : 0.100;  // the lone step: from its marker to the sync's end
+    CHECK(whatif::replay(graph).replayed_step_ms == doctest::Approx(measured));
+    CHECK(whatif::replay(graph, {moved}).replayed_step_ms == doctest::Approx(measured - 0.060));
+    whatif::Fix nothing = moved;
+    nothing.idle_gaps.clear();
+    CHECK(whatif::replay(graph, {nothing}).replayed_step_ms == doctest::Approx(measured));
+  }
+}
+
+// Two helper threads inside one marker-thread piece per step (markers on tid 2): tid 1 runs aten::mul
+// +1..+61 and launches a 10 µs kernel at +55; tid 3 runs aten::add +30..+90. The marker thread's piece
+// waits for both bursts; the stretch before the second burst starts (+1..+30) is the main thread's own
+// (it handed that burst off then), so the unchanged replay keeps every step's 100 µs. Giving it no length
+// would start tid 3 at +1 and replay 71 µs.
+TEST_CASE("whatif: overlapping bursts of two helper threads replay as measured") {
+  testing::TraceBuilder trace(testing::Era::Kineto2023);
+  trace.device(0, "NVIDIA A100", 8, 0, 80LL << 30);
+  for (int k = 0; k < 4; ++k) {
+    const double s = 1000 + 100.0 * k;
+    trace.annotation("ProfilerStep#" + std::to_string(k + 1), s, 100, 2);
+    trace.cpu_op("aten::mul", s + 1, 60);
+    trace.launch("mul_kernel", s + 55, 5, s + 60, 10);
+    trace.cpu_op("aten::add", s + 30, 60, "", 3);
+  }
+  Timeline timeline = trace.load();
+  Analysis analysis = analyze(timeline);
+  REQUIRE(analysis.steady_step_count() == 4);
+  whatif::Graph graph = whatif::build_graph(analysis);
+  REQUIRE(graph.main_lane != kNone);
+  REQUIRE(timeline.tracks[graph.lanes[graph.main_lane].track].tid == 2);
+  CHECK(whatif::replay(graph).replayed_step_ms == doctest::Approx(0.100));
+  // With tid 3's add moved off its thread the piece waits only for tid 1's mul (+61), then its last 10 µs.
+  whatif::Fix faster;
+  faster.spec.primitive = whatif::Primitive::Background;
+  faster.events = all(timeline, "aten::add");
+  CHECK(whatif::replay(graph, {faster}).replayed_step_ms == doctest::Approx(0.071));
+}
+
 // The GPU work a batch-size fix scales, 20 µs per step, fills a 100 µs step at 8x (16x is past it).
 TEST_CASE("whatif: batch scales the selected GPU work and stops where it fills the step") {
   testing::TraceBuilder trace(testing::Era::Kineto2023);
