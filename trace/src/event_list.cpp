@@ -5,6 +5,7 @@
 
 #include "event_windows.h"
 #include "json_scan.h"
+#include "numbers.h"
 #include "trace_parser.h"
 
 namespace ptadvise::detail {
@@ -15,16 +16,6 @@ namespace {
 
 constexpr size_t kMaxEventBytes = size_t{256} << 20;  // one event larger than this is skipped
 constexpr size_t kMaxWarningsPerKind = 3;
-
-std::string with_commas(uint64_t value) {
-  std::string digits = std::to_string(value);
-  std::string out;
-  for (size_t i = 0; i < digits.size(); ++i) {
-    if (i > 0 && (digits.size() - i) % 3 == 0) out += ',';
-    out += digits[i];
-  }
-  return out;
-}
 
 std::string describe(simdjson::error_code error) {
   switch (error) {

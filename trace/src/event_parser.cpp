@@ -12,12 +12,6 @@ namespace ondemand = simdjson::ondemand;
 
 namespace {
 
-// Fast key test on the raw (escaped) key text, which is followed by its closing quote.
-template <size_t N>
-bool key_is(const char* raw_key, const char (&expected)[N]) {
-  return std::memcmp(raw_key, expected, N - 1) == 0 && raw_key[N - 1] == '"';
-}
-
 EventKind kind_of_category(std::string_view category) {
   static const std::unordered_map<std::string_view, EventKind> kinds{
       {"", EventKind::CpuOp},

@@ -13,6 +13,7 @@
 #include <memory>
 #include <optional>
 
+#include "numbers.h"
 #include "ptadvise/io.h"
 
 namespace ptadvise::detail {
@@ -23,16 +24,6 @@ constexpr size_t kStreamChunk = size_t{1} << 20;
 
 bool is_gzip(const char* data, size_t size) {
   return size >= 2 && static_cast<unsigned char>(data[0]) == 0x1f && static_cast<unsigned char>(data[1]) == 0x8b;
-}
-
-std::string with_commas(uint64_t value) {
-  std::string digits = std::to_string(value);
-  std::string out;
-  for (size_t i = 0; i < digits.size(); ++i) {
-    if (i > 0 && (digits.size() - i) % 3 == 0) out += ',';
-    out += digits[i];
-  }
-  return out;
 }
 
 size_t page_round(size_t bytes) {

@@ -5,11 +5,18 @@
 
 #include <algorithm>
 #include <cstddef>
+#include <cstring>
 #include <string_view>
 
 namespace ptadvise::detail {
 
 inline constexpr size_t kNotFound = static_cast<size_t>(-1);
+
+// Fast key test on the raw (escaped) key text, which is followed by its closing quote.
+template <size_t N>
+bool key_is(const char* raw_key, const char (&expected)[N]) {
+  return std::memcmp(raw_key, expected, N - 1) == 0 && raw_key[N - 1] == '"';
+}
 
 inline bool is_json_space(char c) { return c == ' ' || c == '\n' || c == '\r' || c == '\t'; }
 

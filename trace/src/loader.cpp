@@ -9,24 +9,11 @@
 
 #include "event_windows.h"
 #include "links.h"
+#include "numbers.h"
 #include "trace_parser.h"
 
 namespace ptadvise {
 namespace detail {
-
-namespace {
-
-std::string with_commas(uint64_t value) {
-  std::string digits = std::to_string(value);
-  std::string out;
-  for (size_t i = 0; i < digits.size(); ++i) {
-    if (i > 0 && (digits.size() - i) % 3 == 0) out += ',';
-    out += digits[i];
-  }
-  return out;
-}
-
-}  // namespace
 
 TraceParser::TraceParser(PaddedBuffer buffer, std::string label, unsigned threads)
     : buffer_(std::move(buffer)), label_(std::move(label)), threads_(std::max(1u, threads)) {

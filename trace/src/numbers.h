@@ -11,6 +11,17 @@
 
 namespace ptadvise::detail {
 
+// 1234567 -> "1,234,567", for the byte counts of warnings.
+inline std::string with_commas(uint64_t value) {
+  std::string digits = std::to_string(value);
+  std::string out;
+  for (size_t i = 0; i < digits.size(); ++i) {
+    if (i > 0 && (digits.size() - i) % 3 == 0) out += ',';
+    out += digits[i];
+  }
+  return out;
+}
+
 // Timestamps beyond ±2^61 ns (73 years) are rejected so that differences and sums never overflow.
 inline constexpr int64_t kMaxTimeNs = int64_t{1} << 61;
 

@@ -12,12 +12,6 @@ namespace ondemand = simdjson::ondemand;
 
 namespace {
 
-// Fast key test on the raw (escaped) key text, which is followed by its closing quote.
-template <size_t N>
-bool key_is(const char* raw_key, const char (&expected)[N]) {
-  return std::memcmp(raw_key, expected, N - 1) == 0 && raw_key[N - 1] == '"';
-}
-
 }  // namespace
 
 std::optional<std::string> TraceParser::parse_top_level_value(std::string_view key, size_t start, size_t end) {
