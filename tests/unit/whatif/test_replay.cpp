@@ -194,10 +194,12 @@ TEST_CASE("whatif: the replay times a lone step as the analysis does (a late-clo
   }
 }
 
+namespace {
+
 // Step k runs from 1000 + 100k µs: Python 1 µs, aten::upsample (60 µs, launches nothing), a launch at +65,
 // its 20 µs kernel at +71, cudaStreamSynchronize +75..+93, Python to +100. The sync leaves the GPU empty,
 // so it idles through the next step's aten::upsample: the ledger charges that to cpu-work.
-TEST_CASE("whatif: background with host_time charged_idle moves only the host time the ledger charged") {
+Timeline upsample_then_sync_steps() {
   testing::TraceBuilder trace(testing::Era::Kineto2023);
   trace.device(0, "NVIDIA A100", 8, 0, 80LL << 30);
   for (int k = 0; k < 4; ++k) {
@@ -207,7 +209,14 @@ TEST_CASE("whatif: background with host_time charged_idle moves only the host ti
     trace.launch("conv_kernel", s + 65, 5, s + 71, 20);
     trace.runtime("cudaStreamSynchronize", s + 75, 18, trace.next_correlation());
   }
-  Timeline timeline = trace.load();
+  return trace.load();
+}
+
+}  // namespace
+
+// The steps of upsample_then_sync_steps().
+TEST_CASE("whatif: background with host_time charged_idle moves only the host time the ledger charged") {
+  Timeline timeline = upsample_then_sync_steps();
   Analysis analysis = analyze(timeline);
   REQUIRE(analysis.steady_step_count() == 4);
   whatif::Graph graph = whatif::build_graph(analysis);
@@ -313,16 +322,7 @@ TEST_CASE("whatif: overlapping bursts of two helper threads replay as measured")
 
 // The GPU work a batch-size fix scales, 20 µs per step, fills a 100 µs step at 8x (16x is past it).
 TEST_CASE("whatif: batch scales the selected GPU work and stops where it fills the step") {
-  testing::TraceBuilder trace(testing::Era::Kineto2023);
-  trace.device(0, "NVIDIA A100", 8, 0, 80LL << 30);
-  for (int k = 0; k < 4; ++k) {
-    const double s = 1000 + 100.0 * k;
-    trace.annotation("ProfilerStep#" + std::to_string(k + 1), s, 100);
-    trace.cpu_op("aten::upsample", s + 1, 60);
-    trace.launch("conv_kernel", s + 65, 5, s + 71, 20);
-    trace.runtime("cudaStreamSynchronize", s + 75, 18, trace.next_correlation());
-  }
-  Timeline timeline = trace.load();
+  Timeline timeline = upsample_then_sync_steps();
   Analysis analysis = analyze(timeline);
   whatif::Graph graph = whatif::build_graph(analysis);
   whatif::Fix bigger;
