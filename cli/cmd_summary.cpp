@@ -28,7 +28,7 @@ struct SummaryOptions {
 };
 
 void run_summary(const SummaryOptions& options) {
-  auto loaded = load_traces_with_progress(options.traces);
+  auto loaded = load_traces_with_progress(options.traces, args_to_keep(nullptr));
   if (auto* error = std::get_if<LoadError>(&loaded)) {
     print_error(error->message);
     exit_code() = kExitInputError;

@@ -337,8 +337,9 @@ int diff(const DiffOptions& options, std::ostream& out, std::ostream& err) {
   if (auto* error = std::get_if<ConfigError>(&loaded_rules)) throw Failure{error->message};
   const RuleSet& rules = std::get<SelectedRules>(loaded_rules).rules;
 
-  Timeline base = load_one(options.base_trace, options.accept_partial, err);
-  Timeline next = load_one(options.new_trace, options.accept_partial, err);
+  const auto arg_keys = args_to_keep(&rules);
+  Timeline base = load_one(options.base_trace, options.accept_partial, err, arg_keys);
+  Timeline next = load_one(options.new_trace, options.accept_partial, err, arg_keys);
   Analysis base_analysis = analyze(base, kernels);
   Analysis next_analysis = analyze(next, kernels);
   const auto& evaluate_options = std::get<SelectedRules>(loaded_rules).selection;

@@ -121,6 +121,7 @@ std::vector<RankResult> check_files(const std::vector<std::string>& files, const
     file_bytes[i] = ec ? 0 : size;
     total_bytes += file_bytes[i];
   }
+  const auto arg_keys = args_to_keep(&check.rules);
   std::mutex counting;
   size_t done = 0;
   uint64_t bytes_done = 0;
@@ -140,6 +141,7 @@ std::vector<RankResult> check_files(const std::vector<std::string>& files, const
     try {
       for (size_t i = next++; i < files.size(); i = next++) {
         LoadOptions load;
+        load.arg_keys = arg_keys;
         load.on_bytes_parsed = [&, i](uint64_t parsed, uint64_t size) {
           if (size > 0) advance(i, static_cast<uint64_t>(static_cast<double>(file_bytes[i]) * parsed / size), false);
         };

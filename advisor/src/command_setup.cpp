@@ -43,8 +43,9 @@ Config effective_config(const CheckOptions& options) {
   return config;
 }
 
-Timeline load_one(const std::string& path, bool accept_partial, std::ostream& err) {
-  auto loaded = load_traces_with_progress({path});
+Timeline load_one(const std::string& path, bool accept_partial, std::ostream& err,
+                  std::shared_ptr<const ArgKeySet> arg_keys) {
+  auto loaded = load_traces_with_progress({path}, std::move(arg_keys));
   if (auto* error = std::get_if<LoadError>(&loaded)) throw Failure{error->message};
   auto& timelines = std::get<std::vector<Timeline>>(loaded);
   if (timelines.empty()) throw Failure{path + ": no trace found"};

@@ -23,6 +23,8 @@ KernelClassifier kernel_classifier(const Config& config);
 
 // One trace (the first of a directory's, with a warning), its warnings on `err`; a trace mostly lost is a
 // Failure unless `accept_partial`.
-Timeline load_one(const std::string& path, bool accept_partial, std::ostream& err);
+// `arg_keys` as LoadOptions::arg_keys (args_to_keep).
+Timeline load_one(const std::string& path, bool accept_partial, std::ostream& err,
+                  std::shared_ptr<const ArgKeySet> arg_keys = nullptr);
 
 }  // namespace ptadvise::check_detail

@@ -143,13 +143,19 @@ void Progress::run() {
   }
 }
 
-std::variant<std::vector<Timeline>, LoadError> load_traces_with_progress(const std::vector<std::string>& paths) {
+std::shared_ptr<const ArgKeySet> args_to_keep(const RuleSet* rules) {
+  return std::make_shared<const ArgKeySet>(kept_arg_keys(rules != nullptr ? rules->arg_keys() : ArgKeySet{}));
+}
+
+std::variant<std::vector<Timeline>, LoadError> load_traces_with_progress(const std::vector<std::string>& paths,
+                                                                         std::shared_ptr<const ArgKeySet> arg_keys) {
   Progress progress(progress_wanted());
   progress.start("loading", "traces", 0, 0);
   // Bytes count the uncompressed JSON: those of the traces loaded, plus the part parsed of the current one.
   size_t loaded = 0, expected = 0;
   uint64_t bytes_before = 0;
   LoadOptions options;
+  options.arg_keys = std::move(arg_keys);
   options.on_bytes_parsed = [&](uint64_t parsed, uint64_t size) {
     progress.update(loaded, bytes_before + parsed, expected, bytes_before + size);
   };

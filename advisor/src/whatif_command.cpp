@@ -113,7 +113,7 @@ int run_whatif(const WhatifOptions& options, std::ostream& out, std::ostream& er
     selected.emplace(std::move(std::get<SelectedRules>(rules)));
     std::error_code cwd_error;
     source_root = config.source_root.value_or(std::filesystem::current_path(cwd_error).string());
-    loaded.emplace(check_detail::load_one(options.trace, options.accept_partial, err));
+    loaded.emplace(check_detail::load_one(options.trace, options.accept_partial, err, args_to_keep(&selected->rules)));
   } catch (const check_detail::Failure& failure) {
     return fail(failure.message);
   }

@@ -67,6 +67,19 @@ const RuleInfo* RuleSet::find(std::string_view id_or_name) const {
   return nullptr;
 }
 
+ArgKeySet RuleSet::arg_keys() const {
+  ArgKeySet keys;
+  for (const auto& rule : compiled_) {
+    for (const Selection& selection : rule->selections) {
+      for (const ArgPredicate& predicate : selection.args) keys.insert(predicate.key);
+    }
+    for (const Metric& metric : rule->metrics) {
+      if (metric.kind == MetricKind::MaxArg) keys.insert(metric.arg_key);
+    }
+  }
+  return keys;
+}
+
 std::string RuleSet::closest(std::string_view text) const {
   std::string wanted = lower(text);
   std::string best;

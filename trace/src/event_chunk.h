@@ -4,6 +4,7 @@
 
 #include <simdjson.h>
 
+#include <array>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -38,8 +39,10 @@ struct EventChunk {
   std::vector<StringId> name, category;
   std::vector<uint32_t> track;
   std::vector<int64_t> correlation, external_id;
-  std::vector<uint64_t> args_offset;  // in the file, as Events::args_offset
+  // In the file, as Events::args_offset; with kept keys (ArgKeyFilter), in `args_text` instead.
+  std::vector<uint64_t> args_offset;
   std::vector<uint32_t> args_length;
+  std::string args_text;  // with kept keys: each event's kept args as a small JSON object, one after another
 
   StringTable strings;           // local StringId -> text, in order of first use
   std::vector<Track> tracks;  // pid_text, tid_text and name are local string ids
@@ -59,6 +62,20 @@ struct EventChunk {
   void reserve(size_t events);
 };
 
+// The args keys a ChunkParser keeps (LoadOptions::arg_keys), looked up by the first byte of the key as
+// written: most keys of a trace share no first byte with a kept key and cost one table load.
+class ArgKeyFilter {
+ public:
+  explicit ArgKeyFilter(const ArgKeySet& keys);
+  // `raw_key` is the key as written, after its opening quote; `field` is its field (an escaped key is
+  // unescaped through it, so the answer is exact). Sets `raw_length` (up to the closing quote) when kept.
+  bool keeps(const char* raw_key, simdjson::ondemand::field& field, size_t& raw_length) const;
+
+ private:
+  const ArgKeySet& keys_;
+  std::array<std::vector<std::string_view>, 256> by_first_;  // keys with nothing to escape
+};
+
 enum class EventStatus { Stored, Skipped, Malformed, Fatal };
 
 // Reads events (simdjson On-Demand objects) into a chunk. One per thread; `reset` starts a new chunk.
@@ -68,16 +85,21 @@ class ChunkParser {
   EventChunk& chunk() { return chunk_; }
   EventChunk take();
   // The events parsed next lie in a copy of the file's bytes from `file_offset` on at `text`.
-  void set_origin(const char* text, size_t file_offset) {
+  // `text_end` bounds the text (for the extent of a nested args value).
+  void set_origin(const char* text, size_t file_offset, const char* text_end) {
     origin_ = text;
     origin_offset_ = file_offset;
+    origin_end_ = text_end;
   }
+  // nullptr keeps every args object as a view of the file (the default).
+  void set_arg_keys(const ArgKeyFilter* keep) { keep_ = keep; }
   // `offset` is the event's position in the file, for messages.
   EventStatus parse_event(simdjson::ondemand::object& object, simdjson::ondemand::document& doc, size_t offset);
   void note_malformed(size_t offset, const std::string& reason);
 
  private:
   struct EventFields;
+  EventStatus parse_fields(simdjson::ondemand::object& object, simdjson::ondemand::document& doc, size_t offset);
   bool read_args(simdjson::ondemand::value& value, simdjson::ondemand::document& doc, EventFields& fields);
   EventStatus store(EventFields& fields, size_t offset);
   uint32_t track_for(const EventFields& fields, EventKind kind);
@@ -95,6 +117,8 @@ class ChunkParser {
   std::vector<CachedString> intern_cache_;
   const char* origin_ = nullptr;
   size_t origin_offset_ = 0;
+  const char* origin_end_ = nullptr;
+  const ArgKeyFilter* keep_ = nullptr;
   std::vector<uint8_t> category_kind_;  // per local category id: EventKind + 1, 0 = not yet known
   std::unordered_map<uint64_t, uint32_t> cpu_tracks_, gpu_tracks_;
   std::string_view last_pid_token_, last_tid_token_;  // one-entry caches: consecutive events share pid and tid

@@ -49,6 +49,7 @@ void TraceParser::report_bytes(size_t pos) {
 }
 
 TraceParser::SingleResult TraceParser::parse_single_event(size_t start) {
+  fill_all();  // the extent scan, and the resynchronisation after a broken event, may run far
   const EventExtent extent = event_extent(data_, size_, start, extent_scan_budget_);
   const size_t end = extent.end;
   if (end == kNotFound && extent.next_start == kNotFound) {
@@ -77,7 +78,7 @@ TraceParser::SingleResult TraceParser::parse_single_event(size_t start) {
         return {end, false, false};
       }
       if (!error) {
-        single_.set_origin(data_, 0);
+        single_.set_origin(data_, 0, data_ + end);
         EventStatus status = single_.parse_event(object, doc, start);
         if (status != EventStatus::Fatal) return {end, false, false};
         error = simdjson::TAPE_ERROR;
@@ -117,10 +118,11 @@ size_t TraceParser::parse_event_list(size_t pos) {
   saw_event_list_ = true;
   // Windows are read ahead on other cores when the list spans several of them.
   const unsigned workers = size_ - pos > 2 * kWindowBytes && threads_ > 1 ? threads_ - 1 : 0;
-  windows_ = std::make_unique<WindowPool>(data_, size_, buffer_.capacity + PaddedBuffer::kSpare, workers);
+  windows_ = std::make_unique<WindowPool>(data_, size_, buffer_.capacity + PaddedBuffer::kSpare, workers, keep_.get());
   const size_t after = read_event_list(pos);
   flush_single();
   windows_.reset();
+  fill_all();  // the rest of the top-level object
   return after;
 }
 
@@ -128,9 +130,12 @@ size_t TraceParser::read_event_list(size_t pos) {
   bool expect_element = true;  // right after '[' or ','
   bool first = true;
   size_t single_until = 0;  // after a window fails in stage 1, events up to here are read one by one
+  // Incremental reads stay this far ahead: the windows read ahead lie in bytes read.
+  const size_t read_ahead_bytes = std::max(size_t{64} << 20, (2 * threads_ + 3) * kWindowBytes);
   while (true) {
     report_bytes(pos);
-    pos = skip_space(data_, size_, pos);
+    fill(pos + read_ahead_bytes);
+    pos = skip_space_read(pos);
     if (pos >= size_) {
       list_cut_ = true;
       if (timeline_.stats.truncated_bytes == 0) {
@@ -151,6 +156,7 @@ size_t TraceParser::read_event_list(size_t pos) {
       // Structure broken between events: look for the next event.
       std::string message = "byte " + std::to_string(pos) + ": expected ',' or ']' between events";
       if (first_syntax_error_.empty()) first_syntax_error_ = message;
+      fill_all();
       size_t resume = find_event_start(data_, size_, pos + 1);
       if (resume == kNotFound) {
         list_cut_ = true;
@@ -180,10 +186,11 @@ size_t TraceParser::read_event_list(size_t pos) {
 
     // A window of events as one array document.
     const size_t limit = window_limit(data_, size_, start);
-    windows_->read_ahead(start);
+    windows_->read_ahead(start, filled_);
     WindowResult window = windows_->take(start, limit);
     flush_single();
     merge(std::move(window.chunk));
+    release_before(start);
     if (window.stage1_failed) {
       single_until = limit;
       continue;  // re-read this window event by event
@@ -191,14 +198,14 @@ size_t TraceParser::read_event_list(size_t pos) {
     size_t resume = window.resume;
     if (window.last_object != kNotFound) {
       size_t end = window.last_object_end;
-      if (end == kNotFound) end = skip_value(data_, size_, window.last_object);
+      if (end == kNotFound) end = value_end_read(window.last_object);
       resume = end == kNotFound ? size_ : end;
     }
     size_t failed_at = window.failed_at;
     bool failed_at_event = window.failed_at_event;
     if (!window.closed && failed_at == kNotFound) failed_at = resume;
     if (window.closed) {
-      size_t close = skip_space(data_, size_, resume);
+      size_t close = skip_space_read(resume);
       if (close < size_ && data_[close] == ']') return close + 1;
       // The array parser accepted the window but our bookkeeping disagrees: continue conservatively.
       pos = resume;

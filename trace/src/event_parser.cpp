@@ -4,6 +4,7 @@
 #include <unordered_map>
 
 #include "event_chunk.h"
+#include "json_scan.h"
 #include "numbers.h"
 
 namespace ptadvise::detail {
@@ -59,6 +60,40 @@ bool same_text(const char* cached, size_t length, std::string_view text) {
 }
 
 }  // namespace
+
+ArgKeyFilter::ArgKeyFilter(const ArgKeySet& keys) : keys_(keys) {
+  for (const std::string& key : keys) {
+    const bool plain = std::none_of(key.begin(), key.end(), [](char c) {
+      return c == '"' || c == '\\' || static_cast<unsigned char>(c) < 0x20;
+    });
+    // The empty key is written "": its first byte as written is the closing quote.
+    if (plain) by_first_[key.empty() ? '"' : static_cast<unsigned char>(key[0])].push_back(key);
+  }
+}
+
+bool ArgKeyFilter::keeps(const char* raw_key, ondemand::field& field, size_t& raw_length) const {
+  const auto first = static_cast<unsigned char>(raw_key[0]);
+  // A key whose first byte is not an escape is that byte unescaped: no kept key starts with it.
+  if (first != '\\' && by_first_[first].empty()) return false;
+  size_t length = 0;
+  bool escaped = false;
+  while (raw_key[length] != '"') {  // the key string is whole: simdjson's stage 1 found its end
+    if (raw_key[length] == '\\') {
+      escaped = true;
+      ++length;
+    }
+    ++length;
+  }
+  raw_length = length;
+  if (escaped) {
+    std::string_view key;
+    return field.unescaped_key().get(key) == simdjson::SUCCESS && keys_.contains(key);
+  }
+  for (std::string_view key : by_first_[first]) {
+    if (key.size() == length && std::memcmp(key.data(), raw_key, length) == 0) return true;
+  }
+  return false;
+}
 
 void StringTable::grow() {
   std::vector<uint32_t> slots(std::max<size_t>(64, slots_.size() * 2), 0);
@@ -159,11 +194,29 @@ bool ChunkParser::read_args(ondemand::value& value, ondemand::document& doc, Eve
   auto error = value.get_object().get(args);
   if (error == simdjson::INCORRECT_TYPE) return true;  // args of another type: ignored, not fatal
   if (error) return false;
+  std::string& kept = chunk_.args_text;
+  const size_t kept_from = kept.size();
   for (auto field_result : args) {
     ondemand::field field;
     if (std::move(field_result).get(field)) return false;
     const char* key = field.key().raw();
     ondemand::value arg = field.value();
+    size_t key_length = 0;
+    if (keep_ != nullptr && keep_->keeps(key, field, key_length)) {
+      // Copied as written (escapes and all), so the kept object reads back exactly as the file's would.
+      std::string_view token = arg.raw_json_token();
+      if (!token.empty() && (token.front() == '{' || token.front() == '[')) {
+        const auto at = static_cast<size_t>(token.data() - origin_);
+        const size_t end = skip_value(origin_, static_cast<size_t>(origin_end_ - origin_), at);
+        if (end == kNotFound) return false;
+        token = std::string_view(token.data(), end - at);
+      }
+      while (!token.empty() && is_json_space(token.back())) token.remove_suffix(1);
+      kept += kept.size() == kept_from ? "{\"" : ",\"";
+      kept.append(key, key_length);
+      kept += "\":";
+      kept += token;
+    }
     int64_t number = -1;
     switch (key[0]) {
       case 'c':
@@ -193,6 +246,13 @@ bool ChunkParser::read_args(ondemand::value& value, ondemand::document& doc, Eve
         break;
     }
   }
+  if (keep_ != nullptr) {
+    if (kept.size() == kept_from) return true;  // no kept key: no args
+    kept += '}';
+    fields.args_offset = kept_from;
+    fields.args_length = static_cast<uint32_t>(kept.size() - kept_from);
+    return true;
+  }
   // The object is consumed: the iterator sits on the token after its closing brace.
   const char* next = nullptr;
   if (doc.current_location().get(next)) return false;
@@ -204,6 +264,14 @@ bool ChunkParser::read_args(ondemand::value& value, ondemand::document& doc, Eve
 }
 
 EventStatus ChunkParser::parse_event(ondemand::object& object, ondemand::document& doc, size_t offset) {
+  // Kept args of an event that is not stored (broken, malformed, metadata) are dropped again.
+  const size_t kept_from = chunk_.args_text.size();
+  const EventStatus status = parse_fields(object, doc, offset);
+  if (status != EventStatus::Stored) chunk_.args_text.resize(kept_from);
+  return status;
+}
+
+EventStatus ChunkParser::parse_fields(ondemand::object& object, ondemand::document& doc, size_t offset) {
   EventFields fields;
   for (auto field_result : object) {
     ondemand::field field;

@@ -107,7 +107,7 @@ void read_window_text(ondemand::parser& parser, ChunkParser& events, const char*
   auto in_file = [start](size_t in_text) { return start + in_text - 1; };
 
   events.chunk().reserve((out.limit - start) / 300 + 16);
-  events.set_origin(text + 1, start);
+  events.set_origin(text + 1, start, text + close_in_text);
   ondemand::document doc;
   if (parser.iterate(text, close_in_text + 1, capacity).get(doc)) {
     out.stage1_failed = true;
@@ -186,11 +186,13 @@ void WindowPool::read_window(Reader& reader, bool may_patch, WindowResult& out) 
   read_window_text(reader.parser, reader.events, text, length + 1, reader.copy_size, out);
 }
 
-WindowPool::WindowPool(char* data, size_t size, size_t capacity, unsigned workers)
+WindowPool::WindowPool(char* data, const size_t& size, size_t capacity, unsigned workers, const ArgKeyFilter* keep)
     : data_(data), size_(size), capacity_(capacity), own_(std::make_unique<Reader>()) {
+  own_->events.set_arg_keys(keep);
   for (unsigned w = 0; w < workers; ++w) {
     try {
       readers_.push_back(std::make_unique<Reader>());
+      readers_.back()->events.set_arg_keys(keep);
       threads_.emplace_back([this, reader = readers_.back().get()] { work(*reader); });
     } catch (const std::system_error&) {
       readers_.pop_back();
@@ -291,7 +293,7 @@ WindowResult WindowPool::take(size_t start, size_t limit) {
   return std::move(here.result);
 }
 
-void WindowPool::read_ahead(size_t next) {
+void WindowPool::read_ahead(size_t next, size_t filled) {
   if (threads_.empty()) return;
   const size_t depth = 2 * (threads_.size() + 1);
   {
@@ -302,6 +304,8 @@ void WindowPool::read_ahead(size_t next) {
     }
     while (ahead_.size() < depth && ahead_end_ != kNotFound) {
       const size_t start = ahead_end_;
+      // window_limit() reads up to kWindowBytes on (and a little after a line break): not yet read.
+      if (start < size_ && filled < size_ && start + kWindowBytes + 4096 > filled) break;
       if (start >= size_ || data_[start] != '{') {
         ahead_end_ = kNotFound;
         break;

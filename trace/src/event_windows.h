@@ -56,8 +56,10 @@ struct WindowResult {
 class WindowPool {
  public:
   // `workers` threads besides the caller's; 0 reads every window on the caller's thread. `capacity`:
-  // the readable bytes from `data` on (at least size + 1 + SIMDJSON_PADDING).
-  WindowPool(char* data, size_t size, size_t capacity, unsigned workers);
+  // the readable bytes from `data` on (at least size + 1 + SIMDJSON_PADDING). `keep`: the args keys kept
+  // (nullptr: every args object, as a view of the file).
+  // `size` is followed: it may shrink (a file cut while it is read incrementally).
+  WindowPool(char* data, const size_t& size, size_t capacity, unsigned workers, const ArgKeyFilter* keep = nullptr);
   ~WindowPool();
   WindowPool(const WindowPool&) = delete;
   WindowPool& operator=(const WindowPool&) = delete;
@@ -65,8 +67,9 @@ class WindowPool {
   // The window [start, limit): the one read ahead when it starts there, else read now on this thread
   // (the windows read ahead are dropped then).
   WindowResult take(size_t start, size_t limit);
-  // Queues windows from `next` (the start of an event) on to be read ahead, unless they are.
-  void read_ahead(size_t next);
+  // Queues windows from `next` (the start of an event) on to be read ahead, unless they are; only windows
+  // that lie in the first `filled` bytes (those read so far).
+  void read_ahead(size_t next, size_t filled = kNotFound);
 
  private:
   struct Reader;
@@ -78,7 +81,7 @@ class WindowPool {
   void drop_ahead();        // with mutex_ held
 
   char* data_;
-  size_t size_;
+  const size_t& size_;
   size_t capacity_;
   std::unique_ptr<Reader> own_;  // the caller's
   std::vector<std::unique_ptr<Reader>> readers_;

@@ -342,7 +342,51 @@ InputResult copy_input_bytes(std::string_view bytes) {
   return result;
 }
 
-InputResult read_input_file(const std::string& path) {
+namespace {
+
+constexpr size_t kFirstRead = size_t{64} << 20;   // incremental reads: what is read before the parse starts
+constexpr size_t kPendingRead = size_t{16} << 20;  // and then at a time
+
+std::string shrank(size_t size, size_t read) {
+  return "the file shrank from " + with_commas(size) + " to " + with_commas(read) +
+         " bytes while it was read (was it being rewritten?)";
+}
+
+}  // namespace
+
+PendingFile::~PendingFile() {
+  if (fd_ >= 0) close(fd_);
+}
+
+std::optional<std::string> PendingFile::fill(char* data, size_t end) {
+  end = std::min(size_, std::max(end, filled_ + kPendingRead));
+  if (end <= filled_) return std::nullopt;
+  // The pages are allocated in one call rather than faulted in one by one by read(2).
+  const auto page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+  const size_t from = filled_ / page * page;
+  (void)madvise(data + from, page_round(end) - from, MADV_POPULATE_WRITE);
+  while (filled_ < end) {
+    ssize_t got = read(fd_, data + filled_, std::min(end - filled_, size_t{64} << 20));
+    if (got < 0 && errno == EINTR) continue;
+    if (got <= 0) {
+      std::string problem = got == 0 ? shrank(size_, filled_)
+                                     : "cannot read the file past byte " + std::to_string(filled_) + ": " +
+                                           std::strerror(errno) + "; parsed the bytes read";
+      size_ = filled_;
+      close(fd_);
+      fd_ = -1;
+      return problem;
+    }
+    filled_ += static_cast<size_t>(got);
+  }
+  if (filled_ == size_) {
+    close(fd_);
+    fd_ = -1;
+  }
+  return std::nullopt;
+}
+
+InputResult read_input_file(const std::string& path, bool incremental) {
   InputResult result;
   int fd = path == "-" ? dup(STDIN_FILENO) : open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) {
@@ -370,14 +414,20 @@ InputResult read_input_file(const std::string& path) {
     result.error = "the trace " + out_of_memory(size, budget);
     return result;
   }
+  // Incremental: the first read says whether the file is gzip (then it is read whole and inflated).
+  const bool pending = incremental && size > kFirstRead;
   Region region;
-  if (!region.reserve(size, true)) {
+  if (!region.reserve(size, !pending)) {
     result.error = "out of memory for " + with_commas(size) + " bytes" + budget_hint();
     return result;
   }
   size_t done = 0;
+  const size_t first = pending ? kFirstRead : size;
+  if (pending) (void)madvise(region.data(), first, MADV_POPULATE_WRITE);
   while (done < size) {
-    ssize_t got = read(fd, region.data() + done, std::min(size - done, size_t{64} << 20));
+    const size_t until = pending && !(done >= 2 && is_gzip(region.data(), done)) ? first : size;
+    if (done >= until) break;
+    ssize_t got = read(fd, region.data() + done, std::min(until - done, size_t{64} << 20));
     if (got < 0 && errno == EINTR) continue;
     if (got < 0) {
       result.error = std::string("cannot read: ") + std::strerror(errno);
@@ -385,11 +435,16 @@ InputResult read_input_file(const std::string& path) {
     }
     if (got == 0) {
       // Truncated while we read it (rewritten in place): what was read is parsed like a cut file.
-      result.warnings.push_back("the file shrank from " + with_commas(size) + " to " + with_commas(done) +
-                                " bytes while it was read (was it being rewritten?)");
+      result.warnings.push_back(shrank(size, done));
       break;
     }
     done += static_cast<size_t>(got);
+  }
+  if (done < size && done == first) {  // the rest is read as the parse goes on
+    result.buffer = region.release(size);
+    result.pending = std::make_unique<PendingFile>(fd, size, done);
+    fd = -1;
+    return result;
   }
   if (is_gzip(region.data(), done)) {
     InputResult inflated = inflate_gzip(region.data(), done);

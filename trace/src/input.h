@@ -3,6 +3,7 @@
 
 #include <cstddef>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -22,12 +23,35 @@ struct PaddedBuffer {
   size_t capacity = 0;  // allocated bytes minus kSpare (>= size + kPadding)
 };
 
+// The rest of a regular file that read_input_file left unread (`incremental`): the loader reads it into
+// the buffer, whose pages are reserved for the whole file, as its parse goes on, so that the parts already
+// parsed can be given back before the rest is read. Bytes past `filled()` read as zeros until then.
+class PendingFile {
+ public:
+  PendingFile(int fd, size_t size, size_t filled) : fd_(fd), size_(size), filled_(filled) {}
+  ~PendingFile();
+  PendingFile(const PendingFile&) = delete;
+  PendingFile& operator=(const PendingFile&) = delete;
+  size_t filled() const { return filled_; }
+  size_t size() const { return size_; }
+  // Reads on to `end` at least (in reads of a few MiB), into `data` (the buffer's start). When the file
+  // ends early (it shrank while it was read) or cannot be read on, `size()` becomes the bytes read and the
+  // returned line says so, like a shrunk file read whole.
+  std::optional<std::string> fill(char* data, size_t end);
+
+ private:
+  int fd_;
+  size_t size_;
+  size_t filled_;
+};
+
 // The error text is one line without the file label ("cannot open: No such file or directory").
 struct InputResult {
   PaddedBuffer buffer;
   std::string error;  // empty on success
   std::vector<std::string> warnings;  // usable bytes with a problem (a cut gzip stream), one line each
   uint64_t unread_bytes = 0;  // LoadStats::unread_bytes: a gzip stream that could not be inflated past damage
+  std::unique_ptr<PendingFile> pending;  // `incremental` reads: the part of the file not read yet
   bool ok() const { return error.empty(); }
 };
 
@@ -35,7 +59,9 @@ struct InputResult {
 // inflated straight into the final buffer. Files are read, not mapped: a mapped file that is truncated
 // while it is read kills the process with SIGBUS. Sizes beyond the memory this process may still use
 // (io.h: available_memory) are refused with an error instead of running out of memory.
-InputResult read_input_file(const std::string& path);
+// `incremental`: a plain (not gzip) regular file larger than a first read is returned with that read
+// only, and the rest `pending`; the buffer's size is the file's.
+InputResult read_input_file(const std::string& path, bool incremental = false);
 
 // Copies bytes into a padded buffer, inflating them when they are gzip.
 InputResult copy_input_bytes(std::string_view bytes);

@@ -2,6 +2,8 @@
 // per-rank traces. The parse itself is in trace_parser.h; this file merges what it reads, finishes the
 // timeline (origin, track names, format, warnings) and links it.
 #include <sched.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <filesystem>
@@ -15,10 +17,50 @@
 namespace ptadvise {
 namespace detail {
 
-TraceParser::TraceParser(PaddedBuffer buffer, std::string label, unsigned threads)
-    : buffer_(std::move(buffer)), label_(std::move(label)), threads_(std::max(1u, threads)) {
+TraceParser::TraceParser(PaddedBuffer buffer, std::unique_ptr<PendingFile> pending, std::string label,
+                         unsigned threads)
+    : buffer_(std::move(buffer)), pending_(std::move(pending)), label_(std::move(label)),
+      threads_(std::max(1u, threads)) {
   data_ = buffer_.data;
   size_ = buffer_.size;
+  filled_ = pending_ ? pending_->filled() : size_;
+}
+
+void TraceParser::fill(size_t end) {
+  if (!pending_ || end <= filled_) return;
+  if (auto problem = pending_->fill(data_, end)) input_warnings_.push_back(label_ + ": " + *problem);
+  filled_ = pending_->filled();
+  size_ = pending_->size();
+  if (filled_ >= size_) pending_.reset();
+}
+
+size_t TraceParser::skip_space_read(size_t pos) {
+  pos = skip_space(data_, size_, pos);
+  while (pos >= filled_ && pending_) {  // the bytes not read yet are zeros: no white space
+    fill(pos + 1);
+    pos = skip_space(data_, size_, pos);
+  }
+  return pos;
+}
+
+size_t TraceParser::value_end_read(size_t pos) {
+  size_t end = skip_value(data_, filled_, pos);
+  if ((end == kNotFound || end >= filled_) && pending_) {  // reached the bytes not read yet
+    fill_all();
+    end = skip_value(data_, size_, pos);
+  }
+  return end;
+}
+
+void TraceParser::release_before(size_t pos) {
+  constexpr size_t kReleaseStep = size_t{16} << 20;
+  if (!keep_) return;  // the args views need the file's bytes
+  static const auto page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+  // A page of margin: the window before `pos` patched the byte before its start.
+  const size_t end = pos / page * page;
+  if (end < released_ + kReleaseStep + page) return;
+  (void)madvise(data_ + released_, end - page - released_, MADV_DONTNEED);
+  released_ = end - page;
 }
 
 TraceParser::~TraceParser() = default;
@@ -74,7 +116,14 @@ void TraceParser::merge(EventChunk chunk) {
   events.kind.insert(events.kind.end(), chunk.kind.begin(), chunk.kind.begin() + count);
   events.correlation.insert(events.correlation.end(), chunk.correlation.begin(), chunk.correlation.begin() + count);
   events.external_id.insert(events.external_id.end(), chunk.external_id.begin(), chunk.external_id.begin() + count);
-  events.args_offset.insert(events.args_offset.end(), chunk.args_offset.begin(), chunk.args_offset.begin() + count);
+  if (keep_) {
+    // Kept args: the chunk's text goes after the timeline's, its offsets with it.
+    const uint64_t base = kept_args_.size();
+    for (size_t e = 0; e < count; ++e) events.args_offset.push_back(chunk.args_offset[e] + base);
+    kept_args_ += chunk.args_text;
+  } else {
+    events.args_offset.insert(events.args_offset.end(), chunk.args_offset.begin(), chunk.args_offset.begin() + count);
+  }
   events.args_length.insert(events.args_length.end(), chunk.args_length.begin(), chunk.args_length.begin() + count);
   for (size_t e = 0; e < count; ++e) {
     events.name.push_back(strings[chunk.name[e]]);
@@ -142,7 +191,17 @@ std::variant<Timeline, LoadError> TraceParser::run(const LoadOptions& options) {
   events.args_length.reserve(estimate);
 
   on_bytes_ = &options.on_bytes_parsed;
-  if (auto error = parse_top_level()) return LoadError{*error};
+  fill(size_t{64} << 20);
+  if (options.arg_keys) {
+    kept_keys_ = options.arg_keys;
+    keep_ = std::make_unique<ArgKeyFilter>(*kept_keys_);
+    single_.set_arg_keys(keep_.get());
+  }
+  auto top_level_error = parse_top_level();
+  // A file that shrank while it was read incrementally: said first, as when it is read whole.
+  timeline_.stats.warnings.insert(timeline_.stats.warnings.begin(), input_warnings_.begin(), input_warnings_.end());
+  timeline_.stats.bytes = size_;
+  if (top_level_error) return LoadError{*top_level_error};
   report_bytes(size_);
   const LoadStats& stats = timeline_.stats;
   if (object_form_ && !saw_event_list_) {
@@ -159,9 +218,20 @@ std::variant<Timeline, LoadError> TraceParser::run(const LoadOptions& options) {
   }
   finish();
 
-  timeline_.buffer_owner = std::shared_ptr<const void>(buffer_.owner, buffer_.data);
-  timeline_.buffer = buffer_.data;
-  timeline_.buffer_size = size_;
+  if (keep_) {
+    // The kept args are all the timeline needs of the bytes: the file's buffer goes with the parser.
+    const size_t size = kept_args_.size();
+    kept_args_.append(PaddedBuffer::kPadding, '\0');  // simdjson reads up to this far past the last object
+    auto text = std::make_shared<std::string>(std::move(kept_args_));
+    timeline_.buffer = text->data();
+    timeline_.buffer_size = size;
+    timeline_.buffer_owner = std::shared_ptr<const void>(text, text->data());
+    timeline_.kept_arg_keys = kept_keys_;
+  } else {
+    timeline_.buffer_owner = std::shared_ptr<const void>(buffer_.owner, buffer_.data);
+    timeline_.buffer = buffer_.data;
+    timeline_.buffer_size = size_;
+  }
   if (options.link) {
     link_timeline(timeline_);
     infer_devices(timeline_);
@@ -185,7 +255,7 @@ unsigned load_threads(const LoadOptions& options) {
 std::variant<Timeline, LoadError> load_from(detail::InputResult input, const std::string& label,
                                            const LoadOptions& options) {
   if (!input.ok()) return LoadError{label + ": " + input.error};
-  detail::TraceParser parser(std::move(input.buffer), label, load_threads(options));
+  detail::TraceParser parser(std::move(input.buffer), std::move(input.pending), label, load_threads(options));
   auto result = parser.run(options);
   if (auto* timeline = std::get_if<Timeline>(&result)) {
     std::vector<std::string> first;
@@ -228,7 +298,9 @@ std::variant<Timeline, LoadError> load_trace_file(const std::string& path, const
   if (std::filesystem::is_directory(path, error)) {
     return LoadError{path + ": is a directory (pass it to load_traces, or name one trace file)"};
   }
-  return load_from(detail::read_input_file(path), path == "-" ? "<stdin>" : path, options);
+  // With kept args the file's bytes are not needed after their window is parsed: read them as it goes on.
+  return load_from(detail::read_input_file(path, options.arg_keys != nullptr), path == "-" ? "<stdin>" : path,
+                   options);
 }
 
 std::variant<Timeline, LoadError> load_trace_bytes(std::string_view bytes, const std::string& label,

@@ -2,6 +2,7 @@
 #include <simdjson.h>
 
 #include <cstdlib>
+#include <stdexcept>
 #include <string>
 
 #include "input.h"
@@ -45,6 +46,12 @@ std::string_view to_string(EventKind kind) {
   return "other";
 }
 
+ArgKeySet kept_arg_keys(const ArgKeySet& extra) {
+  ArgKeySet keys = extra;
+  for (std::string_view key : kCodeArgKeys) keys.emplace(key);
+  return keys;
+}
+
 const DeviceInfo* Timeline::device(int32_t id) const {
   for (const DeviceInfo& info : devices) {
     if (info.id == id) return &info;
@@ -64,6 +71,10 @@ struct ArgLookup {
 };
 
 ArgLookup find_arg(const Timeline& timeline, EventIndex i, std::string_view key) {
+  if (timeline.kept_arg_keys && !timeline.kept_arg_keys->contains(key)) {
+    throw std::logic_error("the args key \"" + std::string(key) +
+                           "\" was dropped at load: add it to kCodeArgKeys (timeline.h) or the rules' keys");
+  }
   ArgLookup result;
   if (timeline.buffer == nullptr || i >= timeline.events.size()) return result;
   const uint64_t offset = timeline.events.args_offset[i];

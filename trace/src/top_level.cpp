@@ -96,7 +96,7 @@ std::optional<std::string> TraceParser::parse_top_level_value(std::string_view k
 std::optional<std::string> TraceParser::parse_top_level() {
   size_t pos = 0;
   if (size_ >= 3 && std::memcmp(data_, "\xEF\xBB\xBF", 3) == 0) pos = 3;  // UTF-8 byte order mark
-  pos = skip_space(data_, size_, pos);
+  pos = skip_space_read(pos);
   if (pos >= size_) return label_ + ": the file is empty";
   if (data_[pos] == '[') {
     parse_event_list(pos + 1);
@@ -111,6 +111,7 @@ std::optional<std::string> TraceParser::parse_top_level() {
   // A broken value before the events (an unescaped quote in a device name inverts every later string) hides
   // where it ends; reading resumes at the line of the "traceEvents" key, when there is one after it.
   auto resume_at_events = [this](size_t value, std::string_view key) {
+    fill_all();
     const size_t next = find_key_line(data_, size_, value, "traceEvents");
     if (next != kNotFound) {
       warn("byte " + std::to_string(value) + ": the value of the top-level key \"" + std::string(key) +
@@ -120,7 +121,7 @@ std::optional<std::string> TraceParser::parse_top_level() {
     return next;
   };
   while (true) {
-    pos = skip_space(data_, size_, pos);
+    pos = skip_space_read(pos);
     if (pos >= size_) {
       if (saw_event_list_) {
         if (!list_cut_) warn("file ends before the closing '}' of the top-level object");
@@ -137,10 +138,14 @@ std::optional<std::string> TraceParser::parse_top_level() {
       }
       return message;
     }
-    size_t key_end = skip_string(data_, size_, pos);
+    size_t key_end = skip_string(data_, filled_, pos);
+    if (key_end == kNotFound && pending_) {  // reached the bytes not read yet
+      fill_all();
+      key_end = skip_string(data_, size_, pos);
+    }
     if (key_end == kNotFound) return at(pos) + "unterminated key string in the top-level object";
     std::string_view key(data_ + pos + 1, key_end - pos - 2);
-    pos = skip_space(data_, size_, key_end);
+    pos = skip_space_read(key_end);
     if (pos >= size_ || data_[pos] != ':') {
       if (saw_event_list_) {
         warn("byte " + std::to_string(pos) + ": expected ':' after a top-level key; the rest was ignored");
@@ -148,14 +153,14 @@ std::optional<std::string> TraceParser::parse_top_level() {
       }
       return at(pos) + "expected ':' after the key \"" + std::string(key) + "\"";
     }
-    pos = skip_space(data_, size_, pos + 1);
+    pos = skip_space_read(pos + 1);
     if (key == "traceEvents") {
       if (pos >= size_ || data_[pos] != '[') return at(pos) + "expected an array for \"traceEvents\"";
       size_t after = parse_event_list(pos + 1);
       if (after == kNotFound) return std::nullopt;  // cut short; what came before is kept
       pos = after;
     } else {
-      size_t end = skip_value(data_, size_, pos);
+      size_t end = value_end_read(pos);
       if (end == kNotFound) {
         if (saw_event_list_) {
           warn("byte " + std::to_string(pos) + ": file ends inside the top-level key \"" + std::string(key) +
@@ -169,7 +174,7 @@ std::optional<std::string> TraceParser::parse_top_level() {
         }
         return at(pos) + "file ends inside the value of the top-level key \"" + std::string(key) + "\"";
       }
-      const size_t after = skip_space(data_, size_, end);
+      const size_t after = skip_space_read(end);
       if (after < size_ && data_[after] != ',' && data_[after] != '}' && !saw_event_list_) {
         if (size_t next = resume_at_events(pos, key); next != kNotFound) {
           pos = next;
@@ -181,7 +186,7 @@ std::optional<std::string> TraceParser::parse_top_level() {
       pos = end;
     }
     first = false;
-    pos = skip_space(data_, size_, pos);
+    pos = skip_space_read(pos);
     if (pos < size_ && data_[pos] == ',') {
       ++pos;
       continue;

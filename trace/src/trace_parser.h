@@ -22,7 +22,8 @@ class WindowPool;
 
 class TraceParser {
  public:
-  TraceParser(PaddedBuffer buffer, std::string label, unsigned threads);
+  // `pending`: the part of the file not read yet (read_input_file's incremental reads), or nullptr.
+  TraceParser(PaddedBuffer buffer, std::unique_ptr<PendingFile> pending, std::string label, unsigned threads);
   ~TraceParser();
   std::variant<Timeline, LoadError> run(const LoadOptions& options);
 
@@ -47,13 +48,29 @@ class TraceParser {
   std::string at(size_t offset) const { return label_ + ": byte " + std::to_string(offset) + ": "; }
   void finish();
   void report_bytes(size_t pos);
+  // Incremental reads: bytes up to `end` (at least) are read; fill_all() reads the rest of the file, for
+  // the scans that may run far (a broken event, the top level). skip_space_read() and value_end_read()
+  // scan as skip_space() and skip_value() do, reading on when they reach the bytes not read yet.
+  void fill(size_t end);
+  void fill_all() { fill(size_); }
+  size_t skip_space_read(size_t pos);
+  size_t value_end_read(size_t pos);
+  // With kept args, the pages of the buffer before `pos` are given back: nothing reads them again.
+  void release_before(size_t pos);
 
   PaddedBuffer buffer_;
+  std::unique_ptr<PendingFile> pending_;
+  size_t filled_ = 0;    // bytes read so far (size_ unless pending_)
+  size_t released_ = 0;  // bytes given back from the start of the buffer
+  std::vector<std::string> input_warnings_;  // the file shrank while read incrementally
   std::string label_;
   unsigned threads_ = 1;
   char* data_ = nullptr;
   size_t size_ = 0;
   simdjson::ondemand::parser parser_;
+  std::shared_ptr<const ArgKeySet> kept_keys_;  // LoadOptions::arg_keys
+  std::unique_ptr<ArgKeyFilter> keep_;          // over kept_keys_; nullptr keeps every args object
+  std::string kept_args_;                       // with kept keys: the timeline's args text (Timeline::buffer)
   ChunkParser single_;
   std::unique_ptr<WindowPool> windows_;
   Timeline timeline_;

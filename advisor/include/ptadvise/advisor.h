@@ -285,7 +285,13 @@ std::string annotation_events(const std::vector<Finding>& findings, const StepPr
 // ---------------------------------------------------------------------------------------------------
 // load_traces with a progress line on stderr (traces loaded, bytes parsed, rate, time left) when loading
 // takes more than a second and stderr is a terminal; for `summary`, `diff` and `whatif` (docs/CI.md).
-std::variant<std::vector<Timeline>, LoadError> load_traces_with_progress(const std::vector<std::string>& paths);
+// `arg_keys`: the args keys to keep (LoadOptions::arg_keys); nullptr keeps all.
+std::variant<std::vector<Timeline>, LoadError> load_traces_with_progress(
+    const std::vector<std::string>& paths, std::shared_ptr<const ArgKeySet> arg_keys = nullptr);
+
+// The args keys a command that runs `rules` must keep when it loads traces: the code's and the rules'
+// (nullptr rules: the code's alone, for commands without rules).
+std::shared_ptr<const ArgKeySet> args_to_keep(const RuleSet* rules);
 
 // ---------------------------------------------------------------------------------------------------
 // The `check` pipeline as a library call, shared by `ptadvise check` and `ptadvise run`.

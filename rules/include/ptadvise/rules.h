@@ -55,6 +55,9 @@ class RuleSet {
   const RuleInfo* find(std::string_view id_or_name) const;
   // The id or name closest to `text` (edit distance), for "did you mean" messages; empty when none.
   std::string closest(std::string_view text) const;
+  // The args keys the rules read (`args:` predicates, `max_arg` metrics), for LoadOptions::arg_keys together
+  // with kept_arg_keys() (timeline.h).
+  ArgKeySet arg_keys() const;
   // The fixtures declared by infos()[index].
   const std::vector<RuleTest>& tests(size_t index) const;
 

@@ -21,6 +21,10 @@ struct LoadOptions {
   bool link = true;  // run the link pass (parents, launches) after parsing
   // Threads that read one file's event list in parallel windows; 0 = one per core.
   unsigned threads = 0;
+  // The args keys to keep (kept_arg_keys() in timeline.h: the code's keys plus the rules'); the others are
+  // dropped while the events are read, so the file's bytes need not stay in memory. nullptr keeps every
+  // args object as a view of the file's bytes, which then live as long as the timeline.
+  std::shared_ptr<const ArgKeySet> arg_keys;
   // Called by load_traces after each file: (files loaded, files in this path, uncompressed bytes of the
   // file), for progress displays.
   std::function<void(size_t, size_t, uint64_t)> on_file_loaded;

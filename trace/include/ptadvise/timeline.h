@@ -6,6 +6,7 @@
 #include <deque>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -87,7 +88,8 @@ struct Events {
   std::vector<uint32_t> track;
   std::vector<int64_t> correlation;  // -1 when absent
   std::vector<int64_t> external_id;  // -1 when absent
-  std::vector<uint64_t> args_offset;  // raw `args` JSON text inside Timeline::buffer; length 0 = no args
+  // `args` JSON text inside Timeline::buffer; length 0 = no args (or, with kept keys, none of them).
+  std::vector<uint64_t> args_offset;
   std::vector<uint32_t> args_length;
 
   // Filled by the link pass at the end of loading (see links below).
@@ -97,6 +99,25 @@ struct Events {
   size_t size() const { return ts_ns.size(); }
   int64_t end_ns(EventIndex i) const { return ts_ns[i] + dur_ns[i]; }
 };
+
+// Keys of `args` objects. Sets use std::less<> so that a string_view finds a key without a copy.
+using ArgKeySet = std::set<std::string, std::less<>>;
+
+// Every args key the C++ code reads through Timeline::arg_int / arg_double / arg_string with a fixed key
+// (analysis, job digests, what-if, rule builtins such as the `bytes` site key). A loader given a set of
+// keys to keep (LoadOptions::arg_keys) must be given these too: kept_arg_keys() adds them. A key read by
+// the code but missing here fails loudly (Timeline::arg_*) and in the tests, never silently.
+inline constexpr std::string_view kCodeArgKeys[] = {
+    "Call stack", "Python id", "Python parent id",                                    // analysis
+    "Collective name", "Process Group Name", "Seq", "seq", "Group size", "dtype",      // job digests
+    "In msg nelems", "Out msg nelems", "Input Dims", "Input type",                    // job digests
+    "bytes",                                                                          // copies, rules
+    "Device Type", "Total Allocated", "Device Id",                                    // memory (what-if)
+    "wait_on_cuda_event_record_corr_id", "wait_on_stream", "cuda_sync_kind", "device", "stream",  // syncs
+};
+
+// kCodeArgKeys plus `extra` (the keys the loaded rules read): what a loader must keep for this program.
+ArgKeySet kept_arg_keys(const ArgKeySet& extra = {});
 
 struct DeviceInfo {
   int32_t id = -1;
@@ -129,7 +150,9 @@ struct LoadStats {
 struct Timeline {
   std::string path;  // file it came from
   std::string format;  // "kineto", "kineto-array" (2020 bare array), "legacy" (pre-Kineto export)
-  // Owns the JSON bytes; args views point into it. Type-erased so users need not include simdjson.
+  // Owns the bytes the args views point into: the file's JSON, or, when the loader was given keys to keep
+  // (LoadOptions::arg_keys), a compact JSON object per event with only those keys. Type-erased so users
+  // need not include simdjson.
   std::shared_ptr<const void> buffer_owner;
   const char* buffer = nullptr;
   size_t buffer_size = 0;
@@ -149,6 +172,9 @@ struct Timeline {
   std::vector<std::vector<EventIndex>> track_events;  // per track, sorted by (ts asc, dur desc)
   std::vector<int64_t> flow_correlation;  // ac2g / async_cpu_to_gpu flow ids seen (diagnostics)
   LoadStats stats;
+  // The args keys kept at load; nullptr when every key was kept. Asking arg_* for a key outside the set
+  // is a programming error (the key was not declared to the loader) and throws std::logic_error.
+  std::shared_ptr<const ArgKeySet> kept_arg_keys;
 
   std::string_view name(EventIndex i) const { return strings.view(events.name[i]); }
   std::string_view args_json(EventIndex i) const {
@@ -156,7 +182,7 @@ struct Timeline {
   }
   const DeviceInfo* device(int32_t id) const;
 
-  // Lazily parsed args. Numbers written as strings are accepted where numbers are asked for and
+  // Lazily parsed args (the whole object, or only the kept keys). Numbers written as strings are accepted where numbers are asked for and
   // the reverse; nested values come back as their raw JSON text from arg_string.
   std::optional<int64_t> arg_int(EventIndex i, std::string_view key) const;
   std::optional<double> arg_double(EventIndex i, std::string_view key) const;
