@@ -12,6 +12,9 @@
 
 #include "ptadvise/loader.h"
 #include "ptadvise/rules.h"
+#include "input.h"
+#include "numbers.h"
+#include "trace_parser.h"
 #include "trace_builder.h"
 
 using ptadvise::ArgKeySet;
@@ -249,4 +252,45 @@ TEST_CASE("kept args: a 90 MB file read as the parse goes on gives the timeline 
   }
   CHECK(same_args);
   CHECK(kept.buffer_size < bytes.size() / 10);  // the kept args, not the file
+}
+
+TEST_CASE("kept args: a file that shrinks while it is read incrementally is read as a file cut there") {
+  // 70 MiB of events; after the first read (64 MiB) the file is cut to 66 MiB, as a writer rewriting it
+  // in place would: the parse reads on to the new end and keeps the events before the cut.
+  const std::string event = "  {\"ph\": \"X\", \"cat\": \"kernel\", \"name\": \"gemm\", \"pid\": 0, \"tid\": 7, \"ts\": 1000, "
+                            "\"dur\": 5, \"args\": {\"bytes\": 64, \"padding\": \"" + std::string(900, 'x') + "\"}}";
+  std::string bytes = "{\"traceEvents\": [\n";
+  size_t events = 0;
+  while (bytes.size() < (size_t{70} << 20)) {
+    bytes += (events++ == 0 ? "" : ",\n") + event;
+  }
+  bytes += "\n]}\n";
+  const std::filesystem::path path = std::filesystem::temp_directory_path() / "ptadvise_kept_args_shrinks.json";
+  {
+    std::ofstream out(path, std::ios::binary);
+    out << bytes;
+  }
+  auto input = ptadvise::detail::read_input_file(path.string(), true);
+  REQUIRE(input.ok());
+  REQUIRE(input.pending != nullptr);
+  CHECK(input.pending->filled() == (size_t{64} << 20));
+  CHECK(input.buffer.size == bytes.size());
+  const size_t cut = size_t{66} << 20;
+  std::filesystem::resize_file(path, cut);
+  ptadvise::detail::TraceParser parser(std::move(input.buffer), std::move(input.pending), "shrinks.json", 1);
+  LoadOptions options;
+  options.arg_keys = std::make_shared<const ArgKeySet>(ArgKeySet{"bytes"});
+  auto result = parser.run(options);
+  std::filesystem::remove(path);
+  REQUIRE(std::holds_alternative<Timeline>(result));
+  const Timeline& timeline = std::get<Timeline>(result);
+  size_t whole = 0;  // the events that end before the cut
+  for (size_t end = 18 + event.size(); end <= cut; end += event.size() + 2) ++whole;
+  CHECK(timeline.events.size() == whole);
+  CHECK(timeline.stats.bytes == cut);
+  REQUIRE(timeline.stats.warnings.size() == 2);
+  CHECK(timeline.stats.warnings[0] == "shrinks.json: the file shrank from " + ptadvise::detail::with_commas(bytes.size()) +
+                                          " to 69,206,016 bytes while it was read (was it being rewritten?)");
+  CHECK(timeline.stats.warnings[1].find("shrinks.json: file ends inside an event at byte ") == 0);
+  CHECK(timeline.arg_int(0, "bytes") == 64);
 }
