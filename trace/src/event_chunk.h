@@ -62,18 +62,29 @@ struct EventChunk {
   void reserve(size_t events);
 };
 
-// The args keys a ChunkParser keeps (LoadOptions::arg_keys), looked up by the first byte of the key as
-// written: most keys of a trace share no first byte with a kept key and cost one table load.
+// The args keys a ChunkParser keeps (LoadOptions::arg_keys). Most keys of a trace share no first two bytes
+// (as written) with a kept key: they cost one bit test (`may_keep`), and only the others are compared.
 class ArgKeyFilter {
  public:
   explicit ArgKeyFilter(const ArgKeySet& keys);
+  // False when the key written at `raw_key` is surely not kept (reads its first two bytes: the second may
+  // be the closing quote).
+  bool may_keep(const char* raw_key) const {
+    const unsigned pair = (unsigned{static_cast<unsigned char>(raw_key[0])} << 8) | static_cast<unsigned char>(raw_key[1]);
+    return (pairs_[pair >> 6] >> (pair & 63)) & 1;
+  }
   // `raw_key` is the key as written, after its opening quote; `field` is its field (an escaped key is
   // unescaped through it, so the answer is exact). Sets `raw_length` (up to the closing quote) when kept.
   bool keeps(const char* raw_key, simdjson::ondemand::field& field, size_t& raw_length) const;
 
  private:
+  void mark(unsigned char first, unsigned char second) {
+    const unsigned pair = (unsigned{first} << 8) | second;
+    pairs_[pair >> 6] |= uint64_t{1} << (pair & 63);
+  }
   const ArgKeySet& keys_;
   std::array<std::vector<std::string_view>, 256> by_first_;  // keys with nothing to escape
+  std::array<uint64_t, 65536 / 64> pairs_{};                 // (first byte, second byte) that may start a kept key
 };
 
 enum class EventStatus { Stored, Skipped, Malformed, Fatal };

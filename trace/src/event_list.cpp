@@ -123,6 +123,7 @@ size_t TraceParser::parse_event_list(size_t pos) {
   flush_single();
   windows_.reset();
   fill_all();  // the rest of the top-level object
+  drop_spare();
   return after;
 }
 

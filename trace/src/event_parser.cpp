@@ -61,20 +61,38 @@ bool same_text(const char* cached, size_t length, std::string_view text) {
 
 }  // namespace
 
+namespace {
+
+bool needs_escape(char c) { return c == '"' || c == '\\' || static_cast<unsigned char>(c) < 0x20; }
+
+}  // namespace
+
 ArgKeyFilter::ArgKeyFilter(const ArgKeySet& keys) : keys_(keys) {
+  // A key as written starts with its first two characters, or with an escape ('\\') at one of them (any
+  // character may be escaped, and some must be): those byte pairs pass may_keep().
+  for (unsigned second = 0; second < 256; ++second) mark('\\', static_cast<unsigned char>(second));
   for (const std::string& key : keys) {
-    const bool plain = std::none_of(key.begin(), key.end(), [](char c) {
-      return c == '"' || c == '\\' || static_cast<unsigned char>(c) < 0x20;
-    });
-    // The empty key is written "": its first byte as written is the closing quote.
-    if (plain) by_first_[key.empty() ? '"' : static_cast<unsigned char>(key[0])].push_back(key);
+    if (std::none_of(key.begin(), key.end(), needs_escape)) {
+      // The empty key is written "": its first byte as written is the closing quote.
+      by_first_[key.empty() ? '"' : static_cast<unsigned char>(key[0])].push_back(key);
+    }
+    if (key.empty()) {
+      for (unsigned second = 0; second < 256; ++second) mark('"', static_cast<unsigned char>(second));
+      continue;
+    }
+    if (needs_escape(key[0])) continue;  // written with '\\' first
+    const auto first = static_cast<unsigned char>(key[0]);
+    mark(first, '\\');
+    if (key.size() == 1) {
+      mark(first, '"');
+    } else if (!needs_escape(key[1])) {
+      mark(first, static_cast<unsigned char>(key[1]));
+    }
   }
 }
 
 bool ArgKeyFilter::keeps(const char* raw_key, ondemand::field& field, size_t& raw_length) const {
   const auto first = static_cast<unsigned char>(raw_key[0]);
-  // A key whose first byte is not an escape is that byte unescaped: no kept key starts with it.
-  if (first != '\\' && by_first_[first].empty()) return false;
   size_t length = 0;
   bool escaped = false;
   while (raw_key[length] != '"') {  // the key string is whole: simdjson's stage 1 found its end
@@ -196,26 +214,36 @@ bool ChunkParser::read_args(ondemand::value& value, ondemand::document& doc, Eve
   if (error) return false;
   std::string& kept = chunk_.args_text;
   const size_t kept_from = kept.size();
+  // A kept array or object value ends where the next field's key begins (before its ',') or where the
+  // args object closes: simdjson skips it on its structural index instead of a scan of its bytes here.
+  const char* nested = nullptr;
+  auto end_nested = [&](const char* after) {  // `after`: the next key's opening quote, or the closing brace
+    const char* end = after;
+    while (end > nested && is_json_space(end[-1])) --end;
+    if (*after == '"' && end > nested && end[-1] == ',') --end;
+    while (end > nested && is_json_space(end[-1])) --end;
+    kept.append(nested, static_cast<size_t>(end - nested));
+    nested = nullptr;
+  };
   for (auto field_result : args) {
     ondemand::field field;
     if (std::move(field_result).get(field)) return false;
     const char* key = field.key().raw();
     ondemand::value arg = field.value();
+    if (nested != nullptr) end_nested(key - 1);
     size_t key_length = 0;
-    if (keep_ != nullptr && keep_->keeps(key, field, key_length)) {
+    if (keep_ != nullptr && keep_->may_keep(key) && keep_->keeps(key, field, key_length)) {
       // Copied as written (escapes and all), so the kept object reads back exactly as the file's would.
       std::string_view token = arg.raw_json_token();
-      if (!token.empty() && (token.front() == '{' || token.front() == '[')) {
-        const auto at = static_cast<size_t>(token.data() - origin_);
-        const size_t end = skip_value(origin_, static_cast<size_t>(origin_end_ - origin_), at);
-        if (end == kNotFound) return false;
-        token = std::string_view(token.data(), end - at);
-      }
-      while (!token.empty() && is_json_space(token.back())) token.remove_suffix(1);
       kept += kept.size() == kept_from ? "{\"" : ",\"";
       kept.append(key, key_length);
       kept += "\":";
-      kept += token;
+      if (!token.empty() && (token.front() == '{' || token.front() == '[')) {
+        nested = token.data();
+      } else {
+        while (!token.empty() && is_json_space(token.back())) token.remove_suffix(1);
+        kept += token;
+      }
     }
     int64_t number = -1;
     switch (key[0]) {
@@ -248,6 +276,21 @@ bool ChunkParser::read_args(ondemand::value& value, ondemand::document& doc, Eve
   }
   if (keep_ != nullptr) {
     if (kept.size() == kept_from) return true;  // no kept key: no args
+    if (nested != nullptr) {
+      // The last field: its value ends before the brace that closes the args object, just before the
+      // iterator's next token.
+      const char* next = nullptr;
+      if (doc.current_location().get(next) == simdjson::SUCCESS) {
+        const char* close = next - 1;
+        while (close > nested && *close != '}') --close;
+        end_nested(close);
+      } else {  // the document ends with this object
+        const auto at = static_cast<size_t>(nested - origin_);
+        const size_t end = skip_value(origin_, static_cast<size_t>(origin_end_ - origin_), at);
+        if (end == kNotFound) return false;
+        kept.append(nested, end - at);
+      }
+    }
     kept += '}';
     fields.args_offset = kept_from;
     fields.args_length = static_cast<uint32_t>(kept.size() - kept_from);

@@ -345,7 +345,6 @@ InputResult copy_input_bytes(std::string_view bytes) {
 namespace {
 
 constexpr size_t kFirstRead = size_t{64} << 20;   // incremental reads: what is read before the parse starts
-constexpr size_t kPendingRead = size_t{16} << 20;  // and then at a time
 
 std::string shrank(size_t size, size_t read) {
   return "the file shrank from " + with_commas(size) + " to " + with_commas(read) +

@@ -45,6 +45,9 @@ class PendingFile {
   size_t filled_;
 };
 
+// What PendingFile::fill reads at least at a time.
+inline constexpr size_t kPendingRead = size_t{16} << 20;
+
 // The error text is one line without the file label ("cannot open: No such file or directory").
 struct InputResult {
   PaddedBuffer buffer;

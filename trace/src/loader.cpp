@@ -6,7 +6,9 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstring>
 #include <filesystem>
+#include <new>
 #include <thread>
 
 #include "event_windows.h"
@@ -26,12 +28,56 @@ TraceParser::TraceParser(PaddedBuffer buffer, std::unique_ptr<PendingFile> pendi
   filled_ = pending_ ? pending_->filled() : size_;
 }
 
+namespace {
+
+size_t page_size() {
+  static const auto page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+  return page;
+}
+
+}  // namespace
+
 void TraceParser::fill(size_t end) {
   if (!pending_ || end <= filled_) return;
-  if (auto problem = pending_->fill(data_, end)) input_warnings_.push_back(label_ + ": " + *problem);
+  const size_t target = std::min(size_, std::max(end, filled_ + kPendingRead));
+  const size_t page = page_size();
+  recycle((filled_ + page - 1) / page * page, target / page * page);
+  if (auto problem = pending_->fill(data_, target)) {
+    input_warnings_.push_back(label_ + ": " + *problem);
+    // Pages moved ahead hold old bytes: past the new end they must read as the zeros of the padding.
+    if (recycled_end_ > pending_->size()) std::memset(data_ + pending_->size(), 0, recycled_end_ - pending_->size());
+  }
   filled_ = pending_->filled();
   size_ = pending_->size();
-  if (filled_ >= size_) pending_.reset();
+  if (filled_ >= size_) {
+    pending_.reset();
+    drop_spare();
+  }
+}
+
+void TraceParser::recycle(size_t from, size_t to) {
+  while (from < to && !spare_.empty()) {
+    auto& [begin, end] = spare_.front();
+    const size_t length = std::min(end - begin, to - from);
+    if (mremap(data_ + begin, length, length, MREMAP_MAYMOVE | MREMAP_FIXED, data_ + from) == MAP_FAILED) {
+      drop_spare();
+      return;
+    }
+    // The hole left behind is mapped again (without pages): the buffer stays one reservation.
+    if (mmap(data_ + begin, length, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED | MAP_NORESERVE,
+             -1, 0) == MAP_FAILED) {
+      throw std::bad_alloc();
+    }
+    begin += length;
+    from += length;
+    recycled_end_ = std::max(recycled_end_, from);
+    if (begin == end) spare_.erase(spare_.begin());
+  }
+}
+
+void TraceParser::drop_spare() {
+  for (const auto& [begin, end] : spare_) (void)madvise(data_ + begin, end - begin, MADV_DONTNEED);
+  spare_.clear();
 }
 
 size_t TraceParser::skip_space_read(size_t pos) {
@@ -55,11 +101,15 @@ size_t TraceParser::value_end_read(size_t pos) {
 void TraceParser::release_before(size_t pos) {
   constexpr size_t kReleaseStep = size_t{16} << 20;
   if (!keep_) return;  // the args views need the file's bytes
-  static const auto page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+  const size_t page = page_size();
   // A page of margin: the window before `pos` patched the byte before its start.
   const size_t end = pos / page * page;
   if (end < released_ + kReleaseStep + page) return;
-  (void)madvise(data_ + released_, end - page - released_, MADV_DONTNEED);
+  if (pending_) {
+    spare_.emplace_back(released_, end - page);
+  } else {
+    (void)madvise(data_ + released_, end - page - released_, MADV_DONTNEED);
+  }
   released_ = end - page;
 }
 

@@ -55,13 +55,19 @@ class TraceParser {
   void fill_all() { fill(size_); }
   size_t skip_space_read(size_t pos);
   size_t value_end_read(size_t pos);
-  // With kept args, the pages of the buffer before `pos` are given back: nothing reads them again.
+  // With kept args, the pages of the buffer before `pos` are given back: nothing reads them again. While
+  // the file is still being read they are kept aside and moved ahead (mremap) to take the next bytes read,
+  // which saves the kernel freeing, zeroing and faulting in pages.
   void release_before(size_t pos);
+  void recycle(size_t from, size_t to);  // moves spare pages to [from, to), page-aligned
+  void drop_spare();
 
   PaddedBuffer buffer_;
   std::unique_ptr<PendingFile> pending_;
   size_t filled_ = 0;    // bytes read so far (size_ unless pending_)
   size_t released_ = 0;  // bytes given back from the start of the buffer
+  std::vector<std::pair<size_t, size_t>> spare_;  // released pages still resident, [begin, end)
+  size_t recycled_end_ = 0;                        // end of the pages moved ahead so far
   std::vector<std::string> input_warnings_;  // the file shrank while read incrementally
   std::string label_;
   unsigned threads_ = 1;

@@ -102,6 +102,22 @@ TEST_CASE("kept args: kept keys read back as written, other keys are dropped, id
   CHECK(all.events.parent == timeline.events.parent);
 }
 
+TEST_CASE("kept args: keys written with escapes anywhere are matched by their unescaped text") {
+  const std::string bytes = R"({"traceEvents": [
+  {"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 1, "ts": 10, "dur": 5,
+   "args": {"Input\u0020Dims": [[1]], "a\"b": 5, "s\u0074ream": 3, "\u0053eq": 4, "ab\"c": 6, "Seq2": 1, "xyz": [1, {"a": "}"}] }}
+]})";
+  const Timeline timeline = load_keeping(bytes, {"Input Dims", "a\"b", "stream", "Seq", "xyz"});
+  REQUIRE(timeline.events.size() == 1);
+  CHECK(timeline.args_json(0) ==
+        R"({"Input\u0020Dims":[[1]],"a\"b":5,"s\u0074ream":3,"\u0053eq":4,"xyz":[1, {"a": "}"}]})");
+  CHECK(timeline.arg_string(0, "Input Dims") == "[[1]]");
+  CHECK(timeline.arg_int(0, "a\"b") == 5);
+  CHECK(timeline.arg_int(0, "stream") == 3);
+  CHECK(timeline.arg_int(0, "Seq") == 4);
+  CHECK(timeline.arg_string(0, "xyz") == R"([1, {"a": "}"}])");  // the last field, nested
+}
+
 TEST_CASE("kept args: broken and skipped events leave no kept text behind, with 1 and 4 threads") {
   // 40,000 events over several 4 MiB windows; every 5,000th has an unescaped quote after its args, so its
   // window fails and is re-read event by event.
