@@ -179,7 +179,12 @@ int run(const CheckOptions& options, std::ostream& out, std::ostream& err) {
       auto digest = read_digest(path);
       if (auto* error = std::get_if<DigestError>(&digest)) throw Failure{error->message};
       digests.push_back(std::get<RankDigest>(std::move(digest)));
+      // The digest of a partial trace passed check's gate only under --accept-partial: merge asks again.
+      if (!digests.back().partial.empty() && !options.accept_partial) {
+        throw Failure{path + ": digest of a partial trace: " + digests.back().partial};
+      }
       traces.push_back(check_detail::trace_from_digest(digests.back()));
+      for (const auto& warning : traces.back().warnings) err << "ptadvise: warning: " << format::visible(warning) << "\n";
     }
   } else {
     std::vector<std::string> files;
