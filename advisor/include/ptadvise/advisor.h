@@ -200,7 +200,7 @@ struct TraceReport {
   std::string device;          // e.g. "NVIDIA A100-SXM4-80GB", empty when unknown
   size_t step_count = 0;
   std::string step_note;       // how steps were found
-  double step_ms = 0;          // median step time
+  double step_ms = 0;          // mean period of the steady steps (Summary::step_period_ms)
   double gpu_busy_pct = 0;
   bool has_gpu = false;        // the trace has GPU activity
   double recoverable_ms = 0;   // per step, counted once (recoverable_ms_per_step)
