@@ -127,7 +127,7 @@ std::vector<std::pair<OutputFormat, std::string>> parse_outputs(const CheckOptio
 }
 
 int run(const CheckOptions& options, std::ostream& out, std::ostream& err) {
-  Config config = effective_config(options);
+  Config config = effective_config(options, options.fail_on);
   std::vector<std::string> directories{default_rules_directory()};
   directories.insert(directories.end(), config.rule_directories.begin(), config.rule_directories.end());
   auto loaded_job_rules = load_job_rules(directories);
@@ -332,11 +332,7 @@ int diff(const DiffOptions& options, std::ostream& out, std::ostream& err) {
   if (!(options.max_regression_pct >= 0) || !std::isfinite(options.max_regression_pct)) {
     throw Failure{"--max-regression: expected a finite percentage >= 0"};
   }
-  CheckOptions check;
-  check.config_path = options.config_path;
-  check.rule_directories = options.rule_directories;
-  check.kernel_family_tables = options.kernel_family_tables;
-  Config config = effective_config(check);
+  Config config = effective_config(options);
   const KernelClassifier kernels = kernel_classifier(config);
   auto loaded_rules = load_selected_rules(config);
   if (auto* error = std::get_if<ConfigError>(&loaded_rules)) throw Failure{error->message};
