@@ -246,3 +246,14 @@ TEST_CASE("job: a digest keeps the report's warnings, and merge asks again for a
   CHECK(read_file(err).find("68.2% of the events (60 of 88) are malformed") != std::string::npos);
   fs::remove_all(dir);
 }
+
+TEST_CASE("job: a job rule's finding carries its rule's short fix for the terminal") {
+  const std::string quiet = PTADVISE_SOURCE_DIR "/rules.d/job/grad-accumulation-without-no-sync.tests/quiet";
+  const fs::path out = fs::temp_directory_path() / ("ptadvise-job-text-" + std::to_string(::getpid()) + ".txt");
+  REQUIRE(run("'" PTADVISE_BINARY "' check --exit-zero --color never '" + quiet + "' >'" + out.string() + "' 2>/dev/null") == 0);
+  const std::string text = read_file(out);
+  CHECK(text.find("warning[PTA201] exposed-communication") != std::string::npos);
+  // exposed-communication's short_fix, not its fix cut to the terminal's width.
+  CHECK(text.find("= help: Overlap communication with compute (DDP buckets, FSDP prefetch)\n") != std::string::npos);
+  fs::remove(out);
+}
