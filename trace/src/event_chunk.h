@@ -73,9 +73,10 @@ class ArgKeyFilter {
     const unsigned pair = (unsigned{static_cast<unsigned char>(raw_key[0])} << 8) | static_cast<unsigned char>(raw_key[1]);
     return (pairs_[pair >> 6] >> (pair & 63)) & 1;
   }
-  // `raw_key` is the key as written, after its opening quote; `field` is its field (an escaped key is
-  // unescaped through it, so the answer is exact). Sets `raw_length` (up to the closing quote) when kept.
-  bool keeps(const char* raw_key, simdjson::ondemand::field& field, size_t& raw_length) const;
+  // `raw_key` is the key as written, after its opening quote, `value` the start of its value; `field` is
+  // its field (an escaped key is unescaped through it, so the answer is exact). Sets `raw_length` (up to
+  // the closing quote) when kept.
+  bool keeps(const char* raw_key, const char* value, simdjson::ondemand::field& field, size_t& raw_length) const;
 
  private:
   void mark(unsigned char first, unsigned char second) {
@@ -85,6 +86,7 @@ class ArgKeyFilter {
   const ArgKeySet& keys_;
   std::array<std::vector<std::string_view>, 256> by_first_;  // keys with nothing to escape
   std::array<uint64_t, 65536 / 64> pairs_{};                 // (first byte, second byte) that may start a kept key
+  std::array<size_t, 256> shortest_{};                       // by first character: the shortest kept key
 };
 
 enum class EventStatus { Stored, Skipped, Malformed, Fatal };

@@ -71,7 +71,12 @@ ArgKeyFilter::ArgKeyFilter(const ArgKeySet& keys) : keys_(keys) {
   // A key as written starts with its first two characters, or with an escape ('\\') at one of them (any
   // character may be escaped, and some must be): those byte pairs pass may_keep().
   for (unsigned second = 0; second < 256; ++second) mark('\\', static_cast<unsigned char>(second));
+  shortest_.fill(SIZE_MAX);
   for (const std::string& key : keys) {
+    if (!key.empty()) {
+      auto& shortest = shortest_[static_cast<unsigned char>(key[0])];
+      shortest = std::min(shortest, key.size());
+    }
     if (std::none_of(key.begin(), key.end(), needs_escape)) {
       // The empty key is written "": its first byte as written is the closing quote.
       by_first_[key.empty() ? '"' : static_cast<unsigned char>(key[0])].push_back(key);
@@ -91,26 +96,22 @@ ArgKeyFilter::ArgKeyFilter(const ArgKeySet& keys) : keys_(keys) {
   }
 }
 
-bool ArgKeyFilter::keeps(const char* raw_key, ondemand::field& field, size_t& raw_length) const {
-  const auto first = static_cast<unsigned char>(raw_key[0]);
-  size_t length = 0;
-  bool escaped = false;
-  while (raw_key[length] != '"') {  // the key string is whole: simdjson's stage 1 found its end
-    if (raw_key[length] == '\\') {
-      escaped = true;
-      ++length;
-    }
-    ++length;
-  }
+bool ArgKeyFilter::keeps(const char* raw_key, const char* value, ondemand::field& field, size_t& raw_length) const {
+  // Only white space and the colon lie between the key's closing quote and its value.
+  const char* close = value - 1;
+  while (*close != ':') --close;
+  --close;
+  while (*close != '"') --close;
+  const auto length = static_cast<size_t>(close - raw_key);
   raw_length = length;
-  if (escaped) {
-    std::string_view key;
-    return field.unescaped_key().get(key) == simdjson::SUCCESS && keys_.contains(key);
-  }
+  const auto first = static_cast<unsigned char>(raw_key[0]);
   for (std::string_view key : by_first_[first]) {
     if (key.size() == length && std::memcmp(key.data(), raw_key, length) == 0) return true;
   }
-  return false;
+  // Written with an escape, a key is longer than its text: only such a key may still be a kept one.
+  if (first != '\\' && (length <= shortest_[first] || std::memchr(raw_key, '\\', length) == nullptr)) return false;
+  std::string_view key;
+  return field.unescaped_key().get(key) == simdjson::SUCCESS && keys_.contains(key);
 }
 
 void StringTable::grow() {
@@ -232,7 +233,7 @@ bool ChunkParser::read_args(ondemand::value& value, ondemand::document& doc, Eve
     ondemand::value arg = field.value();
     if (nested != nullptr) end_nested(key - 1);
     size_t key_length = 0;
-    if (keep_ != nullptr && keep_->may_keep(key) && keep_->keeps(key, field, key_length)) {
+    if (keep_ != nullptr && keep_->may_keep(key) && keep_->keeps(key, arg.raw_json_token().data(), field, key_length)) {
       // Copied as written (escapes and all), so the kept object reads back exactly as the file's would.
       std::string_view token = arg.raw_json_token();
       kept += kept.size() == kept_from ? "{\"" : ",\"";
