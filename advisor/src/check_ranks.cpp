@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "format.h"
+#include "ptadvise/cores.h"
 #include "ptadvise/loader.h"
 
 namespace ptadvise::check_detail {
@@ -109,9 +110,19 @@ std::string collective_label(const AlignedCollective& c) {
 std::vector<RankResult> check_files(const std::vector<std::string>& files, const RankCheck& check, unsigned threads,
                                     Progress& progress) {
   std::vector<RankResult> results(files.size());
-  if (threads == 0) threads = std::max(1u, std::thread::hardware_concurrency());
+  const unsigned cores = usable_cores();
+  if (threads == 0) threads = cores;
   threads = static_cast<unsigned>(std::min<size_t>(threads, files.size()));
   std::atomic<size_t> next{0};
+  // Each rank's loader reads its file with its share of the cores: with every loader taking all of them,
+  // two ranks on two cores ran four parsing threads and lost a quarter of the time to the oversubscription.
+  // The ranks at once are the workers while enough files are left (counted from the files, not from the
+  // workers already started, which race at the start), and at least those still running at the tail.
+  std::atomic<unsigned> running{0};
+  auto loader_threads = [&](size_t i) {
+    const unsigned left = static_cast<unsigned>(std::min<size_t>(threads, files.size() - i));
+    return std::max(1u, cores / std::max(left, ++running));
+  };
   // Progress in bytes of the files as stored: a file being parsed counts the share of it parsed so far.
   std::vector<uint64_t> file_bytes(files.size(), 0), bytes_read(files.size(), 0);
   uint64_t total_bytes = 0;
@@ -140,10 +151,12 @@ std::vector<RankResult> check_files(const std::vector<std::string>& files, const
     try {
       for (size_t i = next++; i < files.size(); i = next++) {
         LoadOptions load;
+        load.threads = loader_threads(i);
         load.on_bytes_parsed = [&, i](uint64_t parsed, uint64_t size) {
           if (size > 0) advance(i, static_cast<uint64_t>(static_cast<double>(file_bytes[i]) * parsed / size), false);
         };
         results[i] = check_file(files[i], check, load);
+        --running;
         advance(i, file_bytes[i], true);
       }
     } catch (...) {
