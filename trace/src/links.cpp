@@ -12,9 +12,8 @@ namespace {
 // to a microsecond after its parent; such a child is still nested, and its end is clamped to the parent's.
 constexpr int64_t kNestingToleranceNs = 1000;
 
-// Each track's events in (ts asc, dur desc, index) order. GPU streams come in that order already; CPU
-// threads do not (Kineto writes an op after the ops inside it), so they are sorted on copied keys: sorting
-// indices with a comparator that reads the event arrays missed the cache on every comparison.
+// Each track's events in (ts asc, dur desc, index) order. GPU streams come in that order already and are
+// only checked; CPU threads do not (Kineto writes an op after the ops inside it).
 void sort_tracks(Timeline& timeline) {
   const Events& events = timeline.events;
   const size_t tracks = timeline.tracks.size();
@@ -28,23 +27,13 @@ void sort_tracks(Timeline& timeline) {
     const uint32_t track = events.track[i];
     if (track < tracks) timeline.track_events[track].push_back(i);
   }
-  struct Key {
-    int64_t ts, dur;
-    EventIndex event;
-    bool operator<(const Key& other) const {
-      if (ts != other.ts) return ts < other.ts;
-      if (dur != other.dur) return dur > other.dur;
-      return event < other.event;
-    }
+  auto before = [&events](EventIndex a, EventIndex b) {
+    if (events.ts_ns[a] != events.ts_ns[b]) return events.ts_ns[a] < events.ts_ns[b];
+    if (events.dur_ns[a] != events.dur_ns[b]) return events.dur_ns[a] > events.dur_ns[b];
+    return a < b;
   };
-  std::vector<Key> keys;
   for (auto& list : timeline.track_events) {
-    keys.clear();
-    keys.reserve(list.size());
-    for (EventIndex i : list) keys.push_back({events.ts_ns[i], events.dur_ns[i], i});
-    if (std::is_sorted(keys.begin(), keys.end())) continue;
-    std::sort(keys.begin(), keys.end());
-    for (size_t k = 0; k < keys.size(); ++k) list[k] = keys[k].event;
+    if (!std::is_sorted(list.begin(), list.end(), before)) std::sort(list.begin(), list.end(), before);
   }
 }
 
