@@ -107,6 +107,12 @@ std::string collective_label(const AlignedCollective& c) {
 
 }  // namespace
 
+unsigned loader_threads(unsigned cores, unsigned workers, size_t files_left, unsigned running) {
+  // Counted from the files left, not only from the workers already running, which race at the start.
+  const unsigned at_once = std::max(running, static_cast<unsigned>(std::min<size_t>(workers, files_left)));
+  return std::max(1u, cores / std::max(1u, at_once));
+}
+
 std::vector<RankResult> check_files(const std::vector<std::string>& files, const RankCheck& check, unsigned threads,
                                     Progress& progress) {
   std::vector<RankResult> results(files.size());
@@ -114,15 +120,7 @@ std::vector<RankResult> check_files(const std::vector<std::string>& files, const
   if (threads == 0) threads = cores;
   threads = static_cast<unsigned>(std::min<size_t>(threads, files.size()));
   std::atomic<size_t> next{0};
-  // Each rank's loader reads its file with its share of the cores: with every loader taking all of them,
-  // two ranks on two cores ran four parsing threads and lost a quarter of the time to the oversubscription.
-  // The ranks at once are the workers while enough files are left (counted from the files, not from the
-  // workers already started, which race at the start), and at least those still running at the tail.
-  std::atomic<unsigned> running{0};
-  auto loader_threads = [&](size_t i) {
-    const unsigned left = static_cast<unsigned>(std::min<size_t>(threads, files.size() - i));
-    return std::max(1u, cores / std::max(left, ++running));
-  };
+  std::atomic<unsigned> running{0};  // ranks being checked, for loader_threads
   // Progress in bytes of the files as stored: a file being parsed counts the share of it parsed so far.
   std::vector<uint64_t> file_bytes(files.size(), 0), bytes_read(files.size(), 0);
   uint64_t total_bytes = 0;
@@ -151,7 +149,7 @@ std::vector<RankResult> check_files(const std::vector<std::string>& files, const
     try {
       for (size_t i = next++; i < files.size(); i = next++) {
         LoadOptions load;
-        load.threads = loader_threads(i);
+        load.threads = loader_threads(cores, threads, files.size() - i, ++running);
         load.on_bytes_parsed = [&, i](uint64_t parsed, uint64_t size) {
           if (size > 0) advance(i, static_cast<uint64_t>(static_cast<double>(file_bytes[i]) * parsed / size), false);
         };
