@@ -151,6 +151,7 @@ class Evaluator {
   size_t group_ = 0;
   std::vector<std::vector<std::vector<uint32_t>>> idle_gaps_;
   std::vector<bool> idle_ready_;
+  std::vector<uint32_t> anchor_group_;  // per event, during idle_gaps: the group it stands for, or kNone
   std::vector<std::optional<double>> group_values_;
   std::vector<std::optional<double>> trace_values_;
 };
