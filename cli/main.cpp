@@ -3,9 +3,6 @@
 #include <cstdio>
 #include <iostream>
 #include <new>
-#if defined(__GLIBC__)
-#include <malloc.h>
-#endif
 
 #include "commands.h"
 #include "ptadvise/visible_text.h"
@@ -56,14 +53,6 @@ bool parse_output_options(const std::vector<std::string>& outputs, std::vector<s
 
 int main(int argc, char** argv) {
   using namespace ptadvise::cli;
-#if defined(__GLIBC__)
-  // The passes of a check (parse, link, ledger, rules, replays) each build and drop arrays of megabytes.
-  // glibc's defaults hand each of them fresh pages from the kernel (mmap above a threshold, the heap's top
-  // trimmed on free); clearing those pages cost ~4% of a check's CPU. Freed memory is kept for the next pass
-  // instead; the peak stays what it was.
-  mallopt(M_MMAP_THRESHOLD, 32 << 20);  // glibc's upper bound for the threshold
-  mallopt(M_TRIM_THRESHOLD, 256 << 20);
-#endif
   CLI::App app{
       "ptadvise finds the known performance mistakes of PyTorch training runs in profiler traces,\n"
       "estimates what each one costs per step, ranks them and tells you the fix."};
