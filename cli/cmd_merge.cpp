@@ -26,6 +26,7 @@ void add_merge_command(CLI::App& app) {
   cmd->add_flag("--exit-zero", options->exit_zero, "Exit 0 even when findings fail (input errors still exit 2)");
   cmd->add_option("--baseline", options->baseline_path, "Accepted findings: only findings not in FILE fail");
   cmd->add_option("--color", options->color, "Colour text output: auto, always, never")->capture_default_str();
+  add_accept_partial_flag(*cmd, options->accept_partial);
   cmd->callback([options, outputs, fail_on] {
     if (!parse_output_options(*outputs, options->outputs)) return;
     if (!fail_on->empty()) options->fail_on = *fail_on;

@@ -127,7 +127,7 @@ std::vector<std::pair<OutputFormat, std::string>> parse_outputs(const CheckOptio
 }
 
 int run(const CheckOptions& options, std::ostream& out, std::ostream& err) {
-  Config config = effective_config(options);
+  Config config = effective_config(options, options.fail_on);
   std::vector<std::string> directories{default_rules_directory()};
   directories.insert(directories.end(), config.rule_directories.begin(), config.rule_directories.end());
   auto loaded_job_rules = load_job_rules(directories);
@@ -179,7 +179,12 @@ int run(const CheckOptions& options, std::ostream& out, std::ostream& err) {
       auto digest = read_digest(path);
       if (auto* error = std::get_if<DigestError>(&digest)) throw Failure{error->message};
       digests.push_back(std::get<RankDigest>(std::move(digest)));
+      // The digest of a partial trace passed check's gate only under --accept-partial: merge asks again.
+      if (!digests.back().partial.empty() && !options.accept_partial) {
+        throw Failure{path + ": digest of a partial trace: " + digests.back().partial};
+      }
       traces.push_back(check_detail::trace_from_digest(digests.back()));
+      for (const auto& warning : traces.back().warnings) err << "ptadvise: warning: " << format::visible(warning) << "\n";
     }
   } else {
     std::vector<std::string> files;
@@ -327,11 +332,7 @@ int diff(const DiffOptions& options, std::ostream& out, std::ostream& err) {
   if (!(options.max_regression_pct >= 0) || !std::isfinite(options.max_regression_pct)) {
     throw Failure{"--max-regression: expected a finite percentage >= 0"};
   }
-  CheckOptions check;
-  check.config_path = options.config_path;
-  check.rule_directories = options.rule_directories;
-  check.kernel_family_tables = options.kernel_family_tables;
-  Config config = effective_config(check);
+  Config config = effective_config(options);
   const KernelClassifier kernels = kernel_classifier(config);
   auto loaded_rules = load_selected_rules(config);
   if (auto* error = std::get_if<ConfigError>(&loaded_rules)) throw Failure{error->message};

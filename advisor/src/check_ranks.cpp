@@ -20,8 +20,8 @@ namespace {
 // What of a trace's report its digest carries, listed once for both directions: check_file makes the digest
 // from the report (carry_report) and a checked digest stands for the report (trace_from_digest: merge,
 // digests as input). `field` gets (report's, digest's, whether the report's value goes into the digest). The
-// digest keeps its own step period (the mean of the steady steps it measures, the job's denominator) and
-// warnings (the loader's, without the notes check adds on the trace): those two only come back from it.
+// digest keeps its own step period (the mean of the steady steps it measures, the job's denominator): that
+// one only comes back from it. The warnings go both ways, so that a merged report says what check said.
 enum class Carried { BothWays, FromDigest };
 template <class Report, class Digest, class Field>
 void carried_fields(Report& trace, Digest& digest, Field field) {
@@ -35,7 +35,7 @@ void carried_fields(Report& trace, Digest& digest, Field field) {
   field(trace.coverage, digest.coverage, Carried::BothWays);
   field(trace.findings, digest.findings, Carried::BothWays);
   field(trace.step_ms, digest.step_ms, Carried::FromDigest);
-  field(trace.warnings, digest.warnings, Carried::FromDigest);
+  field(trace.warnings, digest.warnings, Carried::BothWays);
 }
 
 void carry_report(const TraceReport& trace, RankDigest& digest) {
@@ -96,6 +96,7 @@ RankResult check_file(const std::string& path, const RankCheck& check, const Loa
   trace.summary = std::move(summary);
   result.digest = make_digest(analysis, {});
   carry_report(trace, result.digest);
+  if (partial) result.digest.partial = *partial;
   return result;  // the timeline and its analysis are dropped here: only the report and the digest stay
 }
 

@@ -16,7 +16,7 @@ KernelClassifier kernel_classifier(const Config& config) {
   return std::move(std::get<KernelClassifier>(classifier));
 }
 
-Config effective_config(const CheckOptions& options) {
+Config effective_config(const RuleOptions& options, const std::optional<std::string>& fail_on) {
   Config config;
   std::string path = options.config_path;
   if (path.empty()) {
@@ -32,9 +32,9 @@ Config effective_config(const CheckOptions& options) {
   config.ignore.insert(config.ignore.end(), options.ignore.begin(), options.ignore.end());
   for (const auto& selector : options.select) config.positions["select\x1f" + selector] = "command line";
   for (const auto& selector : options.ignore) config.positions["ignore\x1f" + selector] = "command line";
-  if (options.fail_on) {
-    auto severity = parse_severity(*options.fail_on);
-    if (!severity) throw Failure{"--fail-on: expected info, warning or error, got '" + *options.fail_on + "'"};
+  if (fail_on) {
+    auto severity = parse_severity(*fail_on);
+    if (!severity) throw Failure{"--fail-on: expected info, warning or error, got '" + *fail_on + "'"};
     config.fail_on = severity;
   }
   if (options.source_root) config.source_root = *options.source_root;

@@ -3,6 +3,7 @@
 // that `check`, `diff` and `whatif` report the same findings for the same trace and configuration.
 #pragma once
 
+#include <optional>
 #include <ostream>
 #include <string>
 
@@ -15,8 +16,9 @@ struct Failure {
   std::string message;
 };
 
-// .ptadvise.yaml (given, or found upward from the working directory) with the command line on top.
-Config effective_config(const CheckOptions& options);
+// .ptadvise.yaml (given, or found upward from the working directory) with the command line on top
+// (`fail_on`: check's --fail-on).
+Config effective_config(const RuleOptions& options, const std::optional<std::string>& fail_on = std::nullopt);
 
 // The shipped kernel family table extended by the configuration's and the command line's tables.
 KernelClassifier kernel_classifier(const Config& config);

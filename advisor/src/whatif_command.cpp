@@ -94,19 +94,12 @@ int run_whatif(const WhatifOptions& options, std::ostream& out, std::ostream& er
   if (options.format != "text" && options.format != "json") return fail("--format: expected text, json");
   // The findings are the ones `check` reports for the same trace and configuration: the same rules,
   // selection, thresholds, kernel families, partial-trace gate and suppressions.
-  CheckOptions check;
-  check.config_path = options.config_path;
-  check.rule_directories = options.rule_directories;
-  check.kernel_family_tables = options.kernel_family_tables;
-  check.select = options.select;
-  check.ignore = options.ignore;
-  check.source_root = options.source_root;
   std::optional<Timeline> loaded;
   std::optional<SelectedRules> selected;
   std::optional<KernelClassifier> kernels;
   std::string source_root;
   try {
-    const Config config = check_detail::effective_config(check);
+    const Config config = check_detail::effective_config(options);
     kernels.emplace(check_detail::kernel_classifier(config));
     auto rules = load_selected_rules(config);
     if (auto* error = std::get_if<ConfigError>(&rules)) return fail(error->message);

@@ -20,7 +20,7 @@ constexpr const char* kFormat = "ptadvise-rank-digest";
 constexpr int kVersion = 1;  // the layout merge reads
 // The published schema (schemas/digest.schema.json), versioned like the other JSON outputs
 // (advisor/include/ptadvise/schema_versions.h): MINOR grows when fields are added.
-constexpr const char* kSchemaVersion = "1.1";
+constexpr const char* kSchemaVersion = "1.2";
 
 struct Invalid {
   std::string message;
@@ -193,6 +193,7 @@ void write_digest(const RankDigest& d, std::ostream& out) {
               {"step_note", d.step_note},
               {"gpu_busy_pct", d.gpu_busy_pct},
               {"warnings", d.warnings},
+              {"partial", d.partial},
               {"coverage",
                {{"ran", d.coverage.ran},
                 {"no_gpu", d.coverage.no_gpu},
@@ -249,6 +250,7 @@ std::variant<RankDigest, DigestError> parse_digest(std::string_view text, const 
     d.step_note = doc.at("step_note").get<std::string>();
     d.gpu_busy_pct = doc.at("gpu_busy_pct").get<double>();
     d.warnings = doc.at("warnings").get<std::vector<std::string>>();
+    if (doc.contains("partial")) d.partial = doc.at("partial").get<std::string>();  // absent before format 1.2
     const json& coverage = doc.at("coverage");
     d.coverage.ran = whole<size_t>(coverage, "ran");
     d.coverage.no_gpu = whole<size_t>(coverage, "no_gpu");

@@ -121,12 +121,7 @@ std::vector<Finding> evaluate_job(const JobRuleSet& rules, const JobAnalysis& jo
     if (firing.empty()) continue;
     if (rule.over == Over::Ranks) firing = {job_detail::fold_rows(firing)};
     for (const auto& row : firing) {
-      Finding f;
-      f.rule_id = info.id;
-      f.rule_name = info.name;
-      f.severity = info.severity;
-      f.tags = info.tags;
-      f.fix = info.fix;
+      Finding f = finding_of(info);
       f.ranks = row.ranks;
       f.site.op = row.site;
       f.site.detail = rank_list(row.ranks, job.ranks.size());

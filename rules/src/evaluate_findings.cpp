@@ -134,14 +134,8 @@ std::string Evaluator::render(const Template& parts, const Site& site, bool brie
 
 Finding Evaluator::make_finding(const RuleInfo& info, const CompiledRule& rule, const EvaluateOptions& options) {
   const Group& group = groups_[group_];
-  Finding finding;
-  finding.rule_id = info.id;
-  finding.rule_name = info.name;
-  finding.severity = info.severity;
+  Finding finding = finding_of(info);
   if (auto found = options.severities.find(info.id); found != options.severities.end()) finding.severity = found->second;
-  finding.tags = info.tags;
-  finding.fix = info.fix;
-  finding.short_fix = info.short_fix;
   finding.trace_path = tl_.path;
   finding.trace_rank = tl_.rank;
 

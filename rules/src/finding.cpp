@@ -37,4 +37,15 @@ std::string_view to_string(Confidence confidence) {
   return "medium";
 }
 
+Finding finding_of(const RuleInfo& rule) {
+  Finding finding;
+  finding.rule_id = rule.id;
+  finding.rule_name = rule.name;
+  finding.severity = rule.severity;
+  finding.tags = rule.tags;
+  finding.fix = rule.fix;
+  finding.short_fix = rule.short_fix;
+  return finding;
+}
+
 }  // namespace ptadvise

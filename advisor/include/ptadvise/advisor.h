@@ -200,7 +200,7 @@ struct TraceReport {
   std::string device;          // e.g. "NVIDIA A100-SXM4-80GB", empty when unknown
   size_t step_count = 0;
   std::string step_note;       // how steps were found
-  double step_ms = 0;          // median step time
+  double step_ms = 0;          // mean period of the steady steps (Summary::step_period_ms)
   double gpu_busy_pct = 0;
   bool has_gpu = false;        // the trace has GPU activity
   double recoverable_ms = 0;   // per step, counted once (recoverable_ms_per_step)
@@ -290,11 +290,20 @@ std::variant<std::vector<Timeline>, LoadError> load_traces_with_progress(const s
 // ---------------------------------------------------------------------------------------------------
 // The `check` pipeline as a library call, shared by `ptadvise check` and `ptadvise run`.
 
-struct CheckOptions {
-  std::vector<std::string> traces;      // files or directories
+// What every command that evaluates rules on traces (check, merge, diff, whatif) is configured by, so that
+// they report the same findings for the same trace and configuration (advisor/src/command_setup.h).
+struct RuleOptions {
   std::vector<std::string> rule_directories;  // empty = the shipped rules (plus config's extra ones)
   std::vector<std::string> kernel_family_tables;  // --kernel-families: added after the config's tables
   std::string config_path;              // empty = discover .ptadvise.yaml upward from the cwd
+  std::vector<std::string> select;      // replaces the config's select when given
+  std::vector<std::string> ignore;      // added to the config's ignore
+  std::optional<std::string> source_root;
+  bool accept_partial = false;          // analyse traces of which much could not be read (else exit 2)
+};
+
+struct CheckOptions : RuleOptions {
+  std::vector<std::string> traces;      // files or directories
   std::string format = "text";          // stdout format
   std::vector<std::pair<std::string, std::string>> outputs;  // FORMAT, FILE
   std::optional<std::string> fail_on;   // overrides the config
@@ -303,13 +312,9 @@ struct CheckOptions {
   std::string write_baseline_path;
   bool prune_baseline = false;
   std::string annotate_path;
-  std::vector<std::string> select;      // replaces the config's select when given
-  std::vector<std::string> ignore;      // added to the config's ignore
   bool show_config = false;
   std::string color = "auto";           // auto | always | never
   TextDetail detail = TextDetail::Default;  // --concise / --verbose
-  std::optional<std::string> source_root;
-  bool accept_partial = false;          // analyse traces of which much could not be read (else exit 2)
   std::string digest_out;               // write each rank's digest (FILE, or FILE.rankN.json for several)
   bool inputs_are_digests = false;      // `merge`: `traces` are digest files
   unsigned threads = 0;                 // ranks loaded at once; 0 = one per core
@@ -323,18 +328,11 @@ int run_check(const CheckOptions& options, std::ostream& out, std::ostream& err)
 // ---------------------------------------------------------------------------------------------------
 // `ptadvise whatif TRACE [--apply RULE_OR_FINDING...]` (docs/WHATIF.md)
 
-struct WhatifOptions {
+// The findings are the ones `check` reports with the same RuleOptions.
+struct WhatifOptions : RuleOptions {
   std::string trace;
   std::vector<std::string> apply;  // rule ids, rule names or finding fingerprints; empty = every finding
   std::string format = "text";     // text | json
-  // As in CheckOptions: the findings are the ones `check` reports with the same configuration.
-  std::vector<std::string> rule_directories;
-  std::vector<std::string> kernel_family_tables;
-  std::string config_path;
-  std::vector<std::string> select;
-  std::vector<std::string> ignore;
-  std::optional<std::string> source_root;
-  bool accept_partial = false;
 };
 int run_whatif(const WhatifOptions& options, std::ostream& out, std::ostream& err);
 
@@ -371,16 +369,13 @@ void print_diff_text(const DiffReport& diff, std::ostream& out, size_t width = 8
 void print_diff_json(const DiffReport& diff, std::ostream& out);
 void print_diff_markdown(const DiffReport& diff, std::ostream& out);
 
-struct DiffOptions {
+// Of the RuleOptions, the command line sets the rule directories, kernel tables, config and --accept-partial.
+struct DiffOptions : RuleOptions {
   std::string base_trace;  // a file, or a directory (its first rank is compared)
   std::string new_trace;
-  std::vector<std::string> rule_directories;  // added to the shipped rules
-  std::vector<std::string> kernel_family_tables;  // --kernel-families
-  std::string config_path;                    // empty = discover .ptadvise.yaml upward from the cwd
   double max_regression_pct = 5;
   std::string format = "text";  // text | json | markdown
   size_t top = 10;
-  bool accept_partial = false;  // as in CheckOptions
 };
 
 // Loads, analyses and checks both traces and prints the comparison. Returns 0, 1 when the step time

@@ -86,7 +86,11 @@ struct RankDigest {
   size_t step_count = 0;
   std::string step_note;
   double gpu_busy_pct = 0;
-  std::vector<std::string> warnings;
+  std::vector<std::string> warnings;  // the report's: the loader's, the partial-trace problem, unexplained idle
+  // The partial-trace problem (more than 5% of the trace unreadable) it was checked with under
+  // --accept-partial; empty when the trace was read whole. `merge` refuses such a digest unless it is
+  // given --accept-partial too.
+  std::string partial;
   Coverage coverage;
   std::vector<Finding> findings;  // raw findings of the per-trace rules, before suppressions and ranking
   // Per steady step, ms

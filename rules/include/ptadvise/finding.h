@@ -144,4 +144,8 @@ struct Finding {
   std::string fingerprint;
 };
 
+// A finding of `rule`: its id, name, severity, tags and fixes. The site, figures and evidence are the
+// caller's (a per-trace rule's evaluator, a job rule's).
+Finding finding_of(const RuleInfo& rule);
+
 }  // namespace ptadvise

@@ -210,3 +210,50 @@ TEST_CASE("job: one rank of a job checked alone gets the job rules that judge on
   for (const auto& f : together) CHECK(std::get<2>(f).find("Measured on this rank alone") == std::string::npos);
   fs::remove(out);
 }
+
+TEST_CASE("job: a digest keeps the report's warnings, and merge asks again for a partial trace") {
+  const fs::path dir = fs::temp_directory_path() / ("ptadvise-partial-digest-" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  // 28 good events (rank_trace) behind 60 without a timestamp: 68.2% of the events are malformed.
+  std::string text = rank_trace(0, 1, 30.0);
+  std::string broken;
+  for (int i = 0; i < 60; ++i) broken += "{\"ph\":\"X\",\"name\":\"n\",\"pid\":1,\"tid\":1,\"dur\":1},";
+  const size_t list = text.find("\"traceEvents\":[") + 15;
+  text.insert(list, broken);
+  std::ofstream(dir / "rank-0.json") << text;
+  const std::string exe = "'" PTADVISE_BINARY "'";
+  const std::string trace = "'" + (dir / "rank-0.json").string() + "'";
+  const std::string digest = (dir / "digest.json").string();
+  const std::string err = (dir / "err.txt").string();
+  // check's gate, then the digest written under --accept-partial.
+  CHECK(run(exe + " check --exit-zero " + trace + " >/dev/null 2>'" + err + "'") == 2);
+  CHECK(run(exe + " check --exit-zero --accept-partial " + trace + " --digest-out '" + digest + "' >/dev/null 2>&1") == 0);
+  const auto written = nlohmann::json::parse(read_file(digest));
+  CHECK(written.at("schema_version") == "1.2");
+  CHECK(written.at("partial").get<std::string>().find("68.2% of the events (60 of 88) are malformed") != std::string::npos);
+  bool warned = false;
+  for (const auto& warning : written.at("warnings")) {
+    warned = warned || warning.get<std::string>().find("68.2% of the events") != std::string::npos;
+  }
+  CHECK(warned);
+  // merge refuses it without --accept-partial, and with it says what check said.
+  CHECK(run(exe + " merge --exit-zero '" + digest + "' >/dev/null 2>'" + err + "'") == 2);
+  CHECK(read_file(err).find("digest of a partial trace: ") != std::string::npos);
+  CHECK(read_file(err).find("--accept-partial") != std::string::npos);
+  CHECK(run(exe + " merge --exit-zero --accept-partial '" + digest + "' >/dev/null 2>'" + err + "'") == 0);
+  CHECK(read_file(err).find("ptadvise: warning: ") != std::string::npos);
+  CHECK(read_file(err).find("68.2% of the events (60 of 88) are malformed") != std::string::npos);
+  fs::remove_all(dir);
+}
+
+TEST_CASE("job: a job rule's finding carries its rule's short fix for the terminal") {
+  const std::string quiet = PTADVISE_SOURCE_DIR "/rules.d/job/grad-accumulation-without-no-sync.tests/quiet";
+  const fs::path out = fs::temp_directory_path() / ("ptadvise-job-text-" + std::to_string(::getpid()) + ".txt");
+  REQUIRE(run("'" PTADVISE_BINARY "' check --exit-zero --color never '" + quiet + "' >'" + out.string() + "' 2>/dev/null") == 0);
+  const std::string text = read_file(out);
+  CHECK(text.find("warning[PTA201] exposed-communication") != std::string::npos);
+  // exposed-communication's short_fix, not its fix cut to the terminal's width.
+  CHECK(text.find("= help: Overlap communication with compute (DDP buckets, FSDP prefetch)\n") != std::string::npos);
+  fs::remove(out);
+}
