@@ -5,6 +5,8 @@ Peers, each run as its own process on the same file, repetitions interleaved so 
 falls on all of them alike:
   - ptadvise summary FILE.json           (and FILE.json.gz when present)
   - ptadvise check FILE.json             (with --check)
+  - ptadvise check DIR                   (with --check: DIR holds two links to FILE.json, two ranks checked at
+                                         once; the report gives its wall time against one rank's)
   - simdjson_walk FILE.json              bare simdjson On-Demand pass, every event field once
   - gzip -dc FILE.json.gz > /dev/null
   - python3 -c 'json.load(...)' FILE.json
@@ -119,13 +121,28 @@ def machine_info(args):
     return info
 
 
-def peers_for(path, args):
+TWO_RANKS = "ptadvise check 2 ranks (2x the bytes)"
+
+
+def two_rank_job(path, directory):
+    """A job directory of two ranks that are both `path` (links), for timing ranks checked side by side."""
+    job = os.path.join(directory, "job-" + os.path.basename(path))
+    os.makedirs(job, exist_ok=True)
+    for rank in (0, 1):
+        link = os.path.join(job, f"rank{rank}.json")
+        if not os.path.lexists(link):
+            os.symlink(os.path.abspath(path), link)
+    return job
+
+
+def peers_for(path, args, scratch):
     gz = path + ".gz"
     peers = [("ptadvise summary .json", [args.ptadvise, "summary", path])]
     if os.path.exists(gz):
         peers.append(("ptadvise summary .json.gz", [args.ptadvise, "summary", gz]))
     if args.check:
         peers.append(("ptadvise check .json", [args.ptadvise, "check", path]))
+        peers.append((TWO_RANKS, [args.ptadvise, "check", two_rank_job(path, scratch)]))
     peers.append(("simdjson On-Demand walk", [args.walk, path]))
     if os.path.exists(gz):
         peers.append(("gzip -dc .json.gz", ["gzip", "-dc", gz]))
@@ -140,13 +157,18 @@ def warm_cache(path):
 
 
 def measure(args):
+    with tempfile.TemporaryDirectory(prefix="ptadvise-bench-") as scratch:
+        return measure_in(args, scratch)
+
+
+def measure_in(args, scratch):
     results = {"machine": machine_info(args), "files": []}
     for path in args.files:
         size = os.path.getsize(path)
         gz = path + ".gz"
         entry = {"path": path, "bytes": size, "gz_bytes": os.path.getsize(gz) if os.path.exists(gz) else None,
                  "peers": {}}
-        peers = peers_for(path, args)
+        peers = peers_for(path, args, scratch)
         if args.only:
             wanted = [w.strip() for w in args.only.split(",") if w.strip()]
             peers = [(label, argv) for label, argv in peers if any(w in label for w in wanted)]
@@ -224,6 +246,12 @@ def markdown(results):
             lines.append(f"| {label} | {s['wall_s']:.3f} ({walls}) | {s['cpu_s']:.3f} | {s['mbps_wall']:.0f} | "
                          f"{s['mbps_cpu']:.0f} | {s['rss_bytes'] / 1e6:.0f} | {s['rss_ratio']:.2f} | {vs_walk} | "
                          f"{cpu_vs_walk} |")
+        one_rank, two_ranks = per_file.get("ptadvise check .json"), per_file.get(TWO_RANKS)
+        if one_rank and two_ranks:
+            lines.append("")
+            lines.append(f"Two ranks of this file checked at once take {two_ranks['wall_s'] / one_rank['wall_s']:.2f}x "
+                         f"the wall time of one ({m.get('cores', '?')} cores; 1.00 = the second rank is free, "
+                         f"2.00 = no overlap).")
         summary = per_file.get("ptadvise summary .json")
         pyload = per_file.get("python json.load")
         if summary and pyload:

@@ -6,7 +6,8 @@
 #   BENCH_SIZES="100M 1G"   sizes to generate and time        BENCH_REPS=3   repetitions (median reported)
 #   BENCH_SOURCE=PATH       real trace to scale (default: the resnet50 sample from ../shared/traces)
 #   BENCH_BUILD_DIR=DIR     build directory (default build-bench)   PYTHON=python3   interpreter for json.load
-#   BENCH_CHECK=1           also time `ptadvise check`     BENCH_ONLY=ptadvise,walk   run a subset of the peers
+#   BENCH_CHECK=1           also time `ptadvise check` (one rank, and two ranks at once)
+#   BENCH_ONLY=ptadvise,walk   run a subset of the peers
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 bench="$root/bench"

@@ -18,6 +18,7 @@ inline constexpr int kExitClean = 0;
 inline constexpr int kExitFindings = 1;
 inline constexpr int kExitInputError = 2;
 inline constexpr int kExitCaptureFailure = 3;
+inline constexpr int kExitInternalError = 4;  // a bug in ptadvise: never a signal, never a verdict
 
 // The process exit code, set by the command that ran.
 int& exit_code();

@@ -1,6 +1,7 @@
 #include <CLI/CLI.hpp>
 
 #include <cstdio>
+#include <exception>
 #include <iostream>
 #include <new>
 
@@ -61,7 +62,7 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   app.footer(
       "Exit codes: 0 clean, 1 findings at or above --fail-on, 2 usage/config/rule/trace input error,\n"
-      "3 capture failure. `ptadvise COMMAND --help` tells more; `ptadvise explain RULE` documents a rule.\n"
+      "3 capture failure, 4 internal error. `ptadvise COMMAND --help` tells more; `ptadvise explain RULE` documents a rule.\n"
       "Environment: PTADVISE_MEMORY_LIMIT (e.g. 8GiB) replaces the measured memory budget: a trace or inflated\n"
       ".json.gz beyond it exits 2 (docs/TRACE_LOADING.md); PTADVISE_RULES_DIR, PTADVISE_DATA_DIR (docs/INSTALL.md).");
   add_check_command(app);
@@ -90,6 +91,11 @@ int main(int argc, char** argv) {
     print_error("out of memory (the input needs more memory than this process may use; see PTADVISE_MEMORY_LIMIT "
                 "in docs/TRACE_LOADING.md)");
     return kExitInputError;
+  } catch (const std::exception& e) {
+    // A broken invariant (a bug, not the input's fault): one line and its own exit code, never an abort
+    // that a CI gate could read as a crash of the program under test, and never a verdict on the trace.
+    print_error(std::string("internal error: ") + e.what() + " (please report it with the command line)");
+    return kExitInternalError;
   }
   std::fflush(stdout);
   return exit_code();

@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "format.h"
+#include "ptadvise/cores.h"
 #include "ptadvise/loader.h"
 
 namespace ptadvise::check_detail {
@@ -107,12 +108,20 @@ std::string collective_label(const AlignedCollective& c) {
 
 }  // namespace
 
+unsigned loader_threads(unsigned cores, unsigned workers, size_t files_left, unsigned running) {
+  // Counted from the files left, not only from the workers already running, which race at the start.
+  const unsigned at_once = std::max(running, static_cast<unsigned>(std::min<size_t>(workers, files_left)));
+  return std::max(1u, cores / std::max(1u, at_once));
+}
+
 std::vector<RankResult> check_files(const std::vector<std::string>& files, const RankCheck& check, unsigned threads,
                                     Progress& progress) {
   std::vector<RankResult> results(files.size());
-  if (threads == 0) threads = std::max(1u, std::thread::hardware_concurrency());
+  const unsigned cores = usable_cores();
+  if (threads == 0) threads = cores;
   threads = static_cast<unsigned>(std::min<size_t>(threads, files.size()));
   std::atomic<size_t> next{0};
+  std::atomic<unsigned> running{0};  // ranks being checked, for loader_threads
   // Progress in bytes of the files as stored: a file being parsed counts the share of it parsed so far.
   std::vector<uint64_t> file_bytes(files.size(), 0), bytes_read(files.size(), 0);
   uint64_t total_bytes = 0;
@@ -143,10 +152,12 @@ std::vector<RankResult> check_files(const std::vector<std::string>& files, const
       for (size_t i = next++; i < files.size(); i = next++) {
         LoadOptions load;
         load.arg_keys = arg_keys;
+        load.threads = loader_threads(cores, threads, files.size() - i, ++running);
         load.on_bytes_parsed = [&, i](uint64_t parsed, uint64_t size) {
           if (size > 0) advance(i, static_cast<uint64_t>(static_cast<double>(file_bytes[i]) * parsed / size), false);
         };
         results[i] = check_file(files[i], check, load);
+        --running;
         advance(i, file_bytes[i], true);
       }
     } catch (...) {

@@ -29,8 +29,14 @@ struct RankCheck {
   bool whatif = true;  // replay the steps (docs/WHATIF.md); off: predictions from the ledger alone
 };
 
-// Checks the trace files, `threads` at a time (0: one per core), reporting each file done to `progress`.
-// Results come in file order.
+// The threads the loader of a rank about to be checked gets: its share of the cores among the ranks
+// checked at once — `workers` while at least as many files are left (this one included), and at least the
+// `running` ones (this one included) at the tail. With every loader taking all the cores, two ranks on two
+// cores ran four parsing threads and lost a quarter of their time to the oversubscription.
+unsigned loader_threads(unsigned cores, unsigned workers, size_t files_left, unsigned running);
+
+// Checks the trace files, `threads` at a time (0: one per usable core), each rank's loader with its share
+// of the cores (loader_threads), reporting each file done to `progress`. Results come in file order.
 std::vector<RankResult> check_files(const std::vector<std::string>& files, const RankCheck& check, unsigned threads,
                                     Progress& progress);
 

@@ -2,7 +2,6 @@
 // counts (by cause, stretch length and culprit, per site or for the whole trace), with the refill time after
 // a blocking call.
 #include <algorithm>
-#include <unordered_map>
 
 #include "evaluator.h"
 
@@ -14,16 +13,23 @@ const std::vector<std::vector<uint32_t>>& Evaluator::idle_gaps(size_t metric_ind
   auto& out = idle_gaps_[metric_index];
   const bool per_group = metric.culprits == Metric::Culprits::Site && metric.site_scoped;
   out.assign(per_group ? groups_.size() : 1, {});
-  // Host events that stand for a culprit: the selected events, their launch calls and CPU ops.
-  std::unordered_map<EventIndex, uint32_t> anchors;
+  // Host events that stand for a culprit: the selected events, their launch calls and CPU ops, each with
+  // the first group that names it. Per event in one array (anchor_group_, kNone elsewhere), reset below.
+  if (anchor_group_.size() != ev_.size()) anchor_group_.assign(ev_.size(), kNone);
+  std::vector<EventIndex> anchors;
   if (metric.culprits != Metric::Culprits::Any) {
+    auto set = [&](EventIndex e, uint32_t group) {
+      if (anchor_group_[e] != kNone) return;
+      anchor_group_[e] = group;
+      anchors.push_back(e);
+    };
     auto add = [&](EventIndex e, uint32_t group) {
-      anchors.emplace(e, group);
+      set(e, group);
       EventKind kind = ev_.kind[e];
       if (is_gpu_side(kind) || kind == EventKind::Runtime || kind == EventKind::Driver) {
-        if (EventIndex at = anchor(e); at != kNone) anchors.emplace(at, group);
+        if (EventIndex at = anchor(e); at != kNone) set(at, group);
         // Only a real CPU op stands for the culprit: an enclosing annotation would swallow every gap below it.
-        if (EventIndex op = a_.cpu_op_of(e); op != kNone && ev_.kind[op] == EventKind::CpuOp) anchors.emplace(op, group);
+        if (EventIndex op = a_.cpu_op_of(e); op != kNone && ev_.kind[op] == EventKind::CpuOp) set(op, group);
       }
     };
     if (per_group) {
@@ -47,14 +53,14 @@ const std::vector<std::vector<uint32_t>>& Evaluator::idle_gaps(size_t metric_ind
     }
     EventIndex current = gap.culprit;
     for (int depth = 0; current != kNone && current < ev_.size() && depth < kMaxAncestorDepth; ++depth) {
-      auto found = anchors.find(current);
-      if (found != anchors.end()) {
-        out[found->second].push_back(k);
+      if (anchor_group_[current] != kNone) {
+        out[anchor_group_[current]].push_back(k);
         break;
       }
       current = parent(current);
     }
   }
+  for (EventIndex e : anchors) anchor_group_[e] = kNone;
   if (metric.refill) extend_to_refill(metric, out);
   idle_ready_[metric_index] = true;
   return out;

@@ -253,29 +253,31 @@ std::vector<EventIndex> Evaluator::select(const Selection& selection) {
   if (selection.name_exclude) exclude.emplace(*selection.name_exclude, tl_.strings);
   if (selection.inside) inside.emplace(*selection.inside, tl_.strings);
   if (selection.not_inside) not_inside.emplace(*selection.not_inside, tl_.strings);
-  const size_t count = ev_.size();
   const std::vector<uint8_t> charged =
       selection.charged_idle != 0 ? charged_culprits(a_, selection.charged_idle) : std::vector<uint8_t>();
-  for (EventIndex i = 0; i < count; ++i) {
-    if (selection.kinds != 0 && ((selection.kinds >> static_cast<unsigned>(ev_.kind[i])) & 1u) == 0) continue;
-    if (name && !name->matches(ev_.name[i])) continue;
-    if (exclude && exclude->matches(ev_.name[i])) continue;
+  // A selection visits the events of the names it matches (events_by_name_) or of its kinds
+  // (events_by_kind_), whichever are fewer, and sorts what it keeps back into event order when it took
+  // them from several lists; one of any name and kind visits every event.
+  size_t kinds_visited = 0;
+  auto keep = [&](EventIndex i) {
+    if (name && !name->matches(ev_.name[i])) return;
+    if (exclude && exclude->matches(ev_.name[i])) return;
     if ((selection.families | selection.exclude_families) != 0) {
       const uint32_t family = 1u << static_cast<unsigned>(a_.family_of(i));
-      if (selection.families != 0 && (selection.families & family) == 0) continue;
-      if ((selection.exclude_families & family) != 0) continue;
+      if (selection.families != 0 && (selection.families & family) == 0) return;
+      if ((selection.exclude_families & family) != 0) return;
     }
-    if (selection.min_dur_ns >= 0 && ev_.dur_ns[i] < selection.min_dur_ns) continue;
-    if (selection.max_dur_ns >= 0 && ev_.dur_ns[i] >= selection.max_dur_ns) continue;
+    if (selection.min_dur_ns >= 0 && ev_.dur_ns[i] < selection.min_dur_ns) return;
+    if (selection.max_dur_ns >= 0 && ev_.dur_ns[i] >= selection.max_dur_ns) return;
     {
       uint32_t s = step(i);
       // Warm-up steps and a cut-short last step are in no per-step figure; `in_warmup` asks for them.
-      if (selection.in_warmup ? (s == kNone || !a_.steps[s].warmup) : (s != kNone && !a_.is_steady(s))) continue;
-      if ((selection.in_step || selection.after_first_step) && s == kNone) continue;
-      if (selection.after_first_step && s == 0) continue;
+      if (selection.in_warmup ? (s == kNone || !a_.steps[s].warmup) : (s != kNone && !a_.is_steady(s))) return;
+      if ((selection.in_step || selection.after_first_step) && s == kNone) return;
+      if (selection.after_first_step && s == 0) return;
     }
-    if (selection.waits_for_gpu && !waits_for_gpu(i)) continue;
-    if (selection.charged_idle != 0 && !charged[i]) continue;
+    if (selection.waits_for_gpu && !waits_for_gpu(i)) return;
+    if (selection.charged_idle != 0 && !charged[i]) return;
     bool ok = true;
     for (const auto& predicate : selection.args) {
       if (!arg_holds(i, predicate)) {
@@ -283,9 +285,9 @@ std::vector<EventIndex> Evaluator::select(const Selection& selection) {
         break;
       }
     }
-    if (!ok) continue;
-    if (inside && !any_ancestor(i, *inside)) continue;
-    if (not_inside && any_ancestor(i, *not_inside)) continue;
+    if (!ok) return;
+    if (inside && !any_ancestor(i, *inside)) return;
+    if (not_inside && any_ancestor(i, *not_inside)) return;
     for (const auto& sequence : selection.sequences) {
       if (sequence_holds(i, sequence) == sequence.negate) {
         ok = false;
@@ -293,7 +295,42 @@ std::vector<EventIndex> Evaluator::select(const Selection& selection) {
       }
     }
     if (ok) out.push_back(i);
+  };
+  // The events a scan by kind would visit, against those of the names the selection matches.
+  size_t kind_events = 0;
+  for (size_t kind = 0; kind < events_by_kind_.size(); ++kind) {
+    if (selection.kinds == 0 || ((selection.kinds >> kind) & 1u) != 0) kind_events += events_by_kind_[kind].size();
   }
+  if (name && !event_names_.empty()) {
+    std::vector<StringId> names;
+    size_t name_events = 0;
+    for (StringId id : event_names_) {
+      if (selection.kinds != 0 && (name_kinds_[id] & selection.kinds) == 0) continue;
+      if (!name->matches(id)) continue;
+      names.push_back(id);
+      name_events += name_first_[id + 1] - name_first_[id];
+    }
+    if (name_events * 8 <= kind_events) {
+      for (StringId id : names) {
+        for (uint32_t k = name_first_[id]; k < name_first_[id + 1]; ++k) {
+          const EventIndex i = events_by_name_[k];
+          if (selection.kinds == 0 || ((selection.kinds >> static_cast<unsigned>(ev_.kind[i])) & 1u) != 0) keep(i);
+        }
+      }
+      if (names.size() > 1) std::sort(out.begin(), out.end());
+      return out;
+    }
+  }
+  if (selection.kinds == 0) {
+    for (EventIndex i = 0; i < ev_.size(); ++i) keep(i);
+    return out;
+  }
+  for (size_t kind = 0; kind < events_by_kind_.size(); ++kind) {
+    if (((selection.kinds >> kind) & 1u) == 0 || events_by_kind_[kind].empty()) continue;
+    ++kinds_visited;
+    for (EventIndex i : events_by_kind_[kind]) keep(i);
+  }
+  if (kinds_visited > 1) std::sort(out.begin(), out.end());
   return out;
 }
 

@@ -28,6 +28,29 @@ Evaluator::Evaluator(const Analysis& analysis, std::vector<uint8_t>& claimed, St
     for (size_t k = first; k <= last; ++k) stretch_ns_[k] = length;
     first = last + 1;
   }
+  std::vector<size_t> per_kind(static_cast<size_t>(EventKind::Other) + 1, 0);
+  for (EventKind kind : ev_.kind) ++per_kind[static_cast<size_t>(kind)];
+  events_by_kind_.resize(per_kind.size());
+  for (size_t kind = 0; kind < per_kind.size(); ++kind) events_by_kind_[kind].reserve(per_kind[kind]);
+  for (EventIndex i = 0; i < ev_.size(); ++i) events_by_kind_[static_cast<size_t>(ev_.kind[i])].push_back(i);
+  // The events grouped by name (a counting sort: stable, so each name's events stay in order).
+  const size_t strings = tl_.strings.size();
+  name_first_.assign(strings + 1, 0);
+  name_kinds_.assign(strings, 0);
+  for (EventIndex i = 0; i < ev_.size(); ++i) {
+    const StringId name = ev_.name[i];
+    if (name >= strings) {  // not interned: selections by name scan the events (select)
+      event_names_.clear();
+      return;
+    }
+    if (name_first_[name + 1]++ == 0) event_names_.push_back(name);
+    name_kinds_[name] |= 1u << static_cast<unsigned>(ev_.kind[i]);
+  }
+  std::sort(event_names_.begin(), event_names_.end());
+  for (size_t id = 0; id < strings; ++id) name_first_[id + 1] += name_first_[id];
+  events_by_name_.resize(ev_.size());
+  std::vector<uint32_t> next(name_first_.begin(), name_first_.end() - 1);
+  for (EventIndex i = 0; i < ev_.size(); ++i) events_by_name_[next[ev_.name[i]]++] = i;
 }
 
 std::vector<Finding> Evaluator::run(const RuleInfo& info, const CompiledRule& rule, const EvaluateOptions& options) {

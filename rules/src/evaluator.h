@@ -128,6 +128,16 @@ class Evaluator {
   std::vector<uint8_t>& claimed_;
   StepClaims& step_claims_;
   std::vector<int64_t> stretch_ns_;  // per ledger entry: length of the idle stretch it belongs to
+  // Per EventKind, its events in order: most selections ask for one or two kinds, and every rule's scan of
+  // all events for them cost more than the rest of the selection.
+  std::vector<std::vector<EventIndex>> events_by_kind_;
+  // Per event name: its events in order (events_by_name_[name_first_[id] .. name_first_[id + 1]]) and the
+  // kinds that carry it. A selection by name visits only the events of the names it matches, when they are
+  // few against the events of its kinds; most rules look for a handful of names among 10^5 events.
+  std::vector<StringId> event_names_;  // the distinct event names, ascending
+  std::vector<uint32_t> name_first_;
+  std::vector<EventIndex> events_by_name_;
+  std::vector<uint32_t> name_kinds_;  // bit (1 << EventKind)
   size_t steps_ = 1;
   double step_period_ms_ = 0;
 
@@ -141,6 +151,7 @@ class Evaluator {
   size_t group_ = 0;
   std::vector<std::vector<std::vector<uint32_t>>> idle_gaps_;
   std::vector<bool> idle_ready_;
+  std::vector<uint32_t> anchor_group_;  // per event, during idle_gaps: the group it stands for, or kNone
   std::vector<std::optional<double>> group_values_;
   std::vector<std::optional<double>> trace_values_;
 };

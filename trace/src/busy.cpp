@@ -7,8 +7,10 @@
 namespace ptadvise::detail {
 
 void merge_intervals(std::vector<Interval>& intervals) {
-  std::sort(intervals.begin(), intervals.end(),
-            [](const Interval& a, const Interval& b) { return a.start_ns < b.start_ns; });
+  // Often in order already (one stream's ops, a thread's calls): checked first, sorted only when not. The
+  // union below is the same whatever the order of equal starts.
+  auto by_start = [](const Interval& a, const Interval& b) { return a.start_ns < b.start_ns; };
+  if (!std::is_sorted(intervals.begin(), intervals.end(), by_start)) std::sort(intervals.begin(), intervals.end(), by_start);
   size_t out = 0;
   for (const Interval& interval : intervals) {
     if (interval.end_ns <= interval.start_ns) continue;

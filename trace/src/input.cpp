@@ -214,7 +214,10 @@ std::optional<bool> can_begin_trace(const char* data, size_t size) {
   size_t pos = size >= 3 && std::memcmp(data, "\xEF\xBB\xBF", 3) == 0 ? 3 : 0;
   while (pos < size && (data[pos] == ' ' || data[pos] == '\n' || data[pos] == '\r' || data[pos] == '\t')) ++pos;
   if (pos == size) return std::nullopt;
-  return data[pos] == '{' || data[pos] == '[';
+  if (data[pos] != '{' && data[pos] != '[') return false;
+  // JSON is text: a NUL byte among the first bytes is binary data that happens to start with a bracket
+  // (1 in 128 random streams would, and be read until the memory budget is spent).
+  return std::memchr(data, '\0', std::min<size_t>(size, 4096)) == nullptr;
 }
 
 // Reads a pipe, a terminal or stdin to its end, growing the buffer as the bytes come.

@@ -12,20 +12,28 @@ namespace {
 // to a microsecond after its parent; such a child is still nested, and its end is clamped to the parent's.
 constexpr int64_t kNestingToleranceNs = 1000;
 
+// Each track's events in (ts asc, dur desc, index) order. GPU streams come in that order already and are
+// only checked; CPU threads do not (Kineto writes an op after the ops inside it).
 void sort_tracks(Timeline& timeline) {
   const Events& events = timeline.events;
-  timeline.track_events.assign(timeline.tracks.size(), {});
-  for (EventIndex i = 0; i < events.size(); ++i) {
-    uint32_t track = events.track[i];
-    if (track >= timeline.track_events.size()) continue;  // defensive: loader always fills valid tracks
-    timeline.track_events[track].push_back(i);
+  const size_t tracks = timeline.tracks.size();
+  std::vector<size_t> counts(tracks, 0);
+  for (uint32_t track : events.track) {
+    if (track < tracks) ++counts[track];  // defensive: loader always fills valid tracks
   }
+  timeline.track_events.assign(tracks, {});
+  for (size_t t = 0; t < tracks; ++t) timeline.track_events[t].reserve(counts[t]);
+  for (EventIndex i = 0; i < events.size(); ++i) {
+    const uint32_t track = events.track[i];
+    if (track < tracks) timeline.track_events[track].push_back(i);
+  }
+  auto before = [&events](EventIndex a, EventIndex b) {
+    if (events.ts_ns[a] != events.ts_ns[b]) return events.ts_ns[a] < events.ts_ns[b];
+    if (events.dur_ns[a] != events.dur_ns[b]) return events.dur_ns[a] > events.dur_ns[b];
+    return a < b;
+  };
   for (auto& list : timeline.track_events) {
-    std::sort(list.begin(), list.end(), [&events](EventIndex a, EventIndex b) {
-      if (events.ts_ns[a] != events.ts_ns[b]) return events.ts_ns[a] < events.ts_ns[b];
-      if (events.dur_ns[a] != events.dur_ns[b]) return events.dur_ns[a] > events.dur_ns[b];
-      return a < b;
-    });
+    if (!std::is_sorted(list.begin(), list.end(), before)) std::sort(list.begin(), list.end(), before);
   }
 }
 

@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <limits>
 #include <map>
+#include <unordered_map>
 
 #include "transform.h"
 
@@ -231,7 +232,11 @@ void critical_path(const Graph& g, const Schedule& s, const StepTimes& st, Repla
   const Analysis& a = *g.analysis;
   const Timeline& tl = *a.timeline;
   const size_t n = a.steps.size();
-  std::map<std::pair<std::string, Category>, int64_t> by_name;
+  // Time per (what the piece is, category), summed under a number first: the event's interned name, or
+  // the edge's label; named once per distinct key at the end (a string key per piece cost more than the
+  // rest of the walk).
+  constexpr uint64_t kHostGap = uint64_t{1} << 40, kEdgeLabel = uint64_t{2} << 40;
+  std::unordered_map<uint64_t, int64_t> by_key;
   std::array<int64_t, kCategoryCount> by_category{};
   for (size_t k = 0; k < n; ++k) {
     if (!a.is_steady(static_cast<uint32_t>(k)) || !g.window.measures(static_cast<uint32_t>(k))) continue;
@@ -267,19 +272,25 @@ void critical_path(const Graph& g, const Schedule& s, const StepTimes& st, Repla
     for (const CriticalSegment& piece : pieces) {
       const int64_t d = piece.end_ns - piece.start_ns;
       by_category[static_cast<size_t>(piece.category)] += d;
-      std::string name;
+      uint64_t what = kEdgeLabel | static_cast<uint64_t>(piece.via);
       if (piece.node < g.nodes.size()) {
-        EventIndex e = g.nodes[piece.node].event;
-        name = e != kNone ? std::string(tl.name(e)) : "(host gap)";
-      } else {
-        name = std::string(edge_label(piece.via));
+        const EventIndex e = g.nodes[piece.node].event;
+        what = e != kNone ? uint64_t{tl.events.name[e]} : kHostGap;
       }
-      by_name[{name, piece.category}] += d;
+      by_key[what << 8 | static_cast<uint64_t>(piece.category)] += d;
     }
     result.critical_path.insert(result.critical_path.end(), pieces.begin(), pieces.end());
   }
   const double steps = static_cast<double>(std::max<size_t>(1, result.steady_steps));
   for (size_t c = 0; c < kCategoryCount; ++c) result.critical_ms[c] = static_cast<double>(by_category[c]) / 1e6 / steps;
+  std::map<std::pair<std::string, Category>, int64_t> by_name;
+  for (const auto& [key, total] : by_key) {
+    const uint64_t what = key >> 8;
+    std::string name = what == kHostGap                  ? std::string("(host gap)")
+                       : (what & kEdgeLabel) == kEdgeLabel ? std::string(edge_label(static_cast<EdgeKind>(what & 0xff)))
+                                                           : std::string(tl.strings.view(static_cast<StringId>(what)));
+    by_name[{std::move(name), static_cast<Category>(key & 0xff)}] += total;
+  }
   for (const auto& [key, total] : by_name) {
     result.critical_top.push_back({key.first, key.second, static_cast<double>(total) / 1e6 / steps});
   }

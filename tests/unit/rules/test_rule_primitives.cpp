@@ -351,3 +351,30 @@ TEST_CASE("idle time from the ledger: culprits, refill, stretches, claims") {
   CHECK(findings[1].message == "0.05 of 0.075: cpu-work 0.05 ms/step");
   fs::remove_all(dir);
 }
+
+TEST_CASE("a selection by name keeps event order when it visits the events name by name") {
+  // "x_b" is interned first (a runtime call), but the first selected op is "x_a": the selection visits the
+  // few events of its names (not the 80 fillers) and must give them back in event order, so the group's
+  // representative is the first "x_a". Without the fillers it scans the ops and gets the same answer.
+  for (int fillers : {40, 0}) {
+    CAPTURE(fillers);
+    ptadvise::testing::TraceBuilder trace(ptadvise::testing::Era::Kineto2023);
+    trace.device(0, "NVIDIA A100-SXM4-40GB", 8, 0, 40LL << 30);
+    trace.runtime("x_b", 1, 1, trace.next_correlation());
+    for (int step = 0; step < 2; ++step) {
+      const double base = step * 1000.0;
+      trace.annotation("ProfilerStep#" + std::to_string(step + 1), base, 1000);
+      trace.cpu_op("x_a", base + 100, 20);
+      trace.cpu_op("x_b", base + 200, 30);
+      for (int k = 0; k < fillers; ++k) trace.cpu_op("filler", base + 300 + 10 * k, 5);
+      trace.launch("elementwise_kernel", base + 800, 10, base + 830, 5);
+    }
+    const Timeline timeline = trace.load();
+    const Analysis analysis = ptadvise::analyze(timeline);
+    auto findings = run(analysis, "select: {k: {kind: cpu_op, name: \"x_*\"}}\ngroup: {by: [source]}\n");
+    REQUIRE(findings.size() == 1);
+    CHECK(findings[0].site.detail == "x_a");
+    CHECK(findings[0].count_per_step == 2);
+    CHECK(findings[0].time_ms_per_step == doctest::Approx(0.050));  // (20 + 30) µs per step
+  }
+}

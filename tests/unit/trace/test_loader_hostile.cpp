@@ -283,6 +283,35 @@ TEST_CASE("hostile: traces from a pipe and from stdin") {
           std::string(device) +
               ": the first bytes are neither JSON nor gzip (this does not look like a PyTorch profiler trace)");
   }
+  // Binary data that starts with a bracket (as 1 in 128 random streams do) is refused from its first
+  // bytes too, by the NUL bytes no JSON text holds, not read until the budget is spent.
+  {
+    ScopedEnv limit("PTADVISE_MEMORY_LIMIT", "64MiB");
+    std::string binary = "{\"traceEvents\": [";
+    for (int i = 0; i < (80 << 20) / 64; ++i) binary += std::string("\x01\x02\0\xff", 4) + std::string(60, 'x');
+    int fds[2];
+    REQUIRE(pipe(fds) == 0);
+    pid_t writer = fork();
+    REQUIRE(writer >= 0);
+    if (writer == 0) {
+      close(fds[0]);
+      size_t done = 0;
+      while (done < binary.size()) {
+        ssize_t wrote = write(fds[1], binary.data() + done, binary.size() - done);
+        if (wrote <= 0) _exit(0);  // the reader stopped reading: expected
+        done += static_cast<size_t>(wrote);
+      }
+      _exit(0);
+    }
+    close(fds[1]);
+    const std::string fd_path = "/dev/fd/" + std::to_string(fds[0]);
+    auto result = ptadvise::load_trace_file(fd_path);
+    close(fds[0]);
+    waitpid(writer, nullptr, 0);
+    REQUIRE(std::holds_alternative<LoadError>(result));
+    CHECK(std::get<LoadError>(result).message ==
+          fd_path + ": the first bytes are neither JSON nor gzip (this does not look like a PyTorch profiler trace)");
+  }
   // "-" is stdin.
   const std::string path = temp_path("stdin.json");
   write_file(path, text);
