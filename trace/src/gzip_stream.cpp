@@ -133,8 +133,7 @@ bool GzipStream::start_member() {
   return true;
 }
 
-void GzipStream::stop_at_damage(int status) {
-  (void)status;
+void GzipStream::stop_at_damage() {
   // The bytes ISA-L holds in its bit buffer were read but not decoded: the damage is before them.
   const size_t buffered = static_cast<size_t>(std::max(0, state_->read_in_length)) / 8;
   const size_t stop = std::max(member_start_, position() - std::min(position(), buffered));
@@ -191,7 +190,7 @@ size_t GzipStream::inflate(char* out, size_t room) {
     written += got;
     produced_ += got;
     if (status < 0) {
-      stop_at_damage(status);
+      stop_at_damage();
       break;
     }
     if (state_->block_state == ISAL_BLOCK_FINISH) {

@@ -46,7 +46,7 @@ class GzipStream {
   bool refill();  // more compressed bytes at next_in; false at the end of the input
   bool start_member();
   size_t position() const;  // compressed offset of next_in
-  void stop_at_damage(int status);
+  void stop_at_damage();  // isal_inflate found invalid data
   void stop_at_end_of_input();
   void finish() {
     done_ = true;
