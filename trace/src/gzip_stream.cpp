@@ -49,6 +49,7 @@ void GzipStream::close_input() {
 }
 
 size_t GzipStream::position() const {
+  if (state_->next_in == nullptr) return in_offset_;  // nothing fed yet
   return in_offset_ + static_cast<size_t>(state_->next_in - in_base_);
 }
 

@@ -1,6 +1,7 @@
 // .json.gz inflated as the parse goes on (LoadOptions::arg_keys given): past the first 64 MiB inflated,
 // the text comes from the gzip stream 16 MiB at a time. The timeline is the one of the text read whole,
-// across gzip members; a cut stream keeps the events before the cut; the inflated-size cap still holds.
+// across gzip members; a cut stream keeps the events before the cut, a damaged one counts the rest as
+// unread; the inflated-size cap still holds.
 #include <doctest/doctest.h>
 
 #include <cstdlib>
@@ -154,4 +155,31 @@ TEST_CASE("gzip stream: a .json.gz inflating beyond the memory budget past its f
     CHECK(std::get<Timeline>(loaded).events.size() == events);
   }
   std::filesystem::remove(path);
+}
+
+TEST_CASE("gzip stream: a .json.gz damaged past its first 64 MiB keeps what inflates and counts the rest as unread") {
+  const std::string event = "  {\"ph\": \"X\", \"cat\": \"kernel\", \"name\": \"gemm\", \"pid\": 0, \"tid\": 7, \"ts\": 1000, "
+                            "\"dur\": 5, \"args\": {\"bytes\": 64, \"padding\": \"" + std::string(900, 'x') + "\"}}";
+  size_t events = 0;
+  const std::string bytes = repeated_events(event, size_t{80} << 20, events);
+  const size_t split = size_t{70} << 20;
+  const std::string first = ptadvise::testing::gzip_bytes(bytes.substr(0, split));
+  std::string second = ptadvise::testing::gzip_bytes(bytes.substr(split));
+  second[10] = 0x06;  // the second member's first deflate block gets the reserved block type
+  const std::filesystem::path path = write_temp("ptadvise_gzip_stream_damaged.json.gz", first + second);
+  auto result = ptadvise::load_trace_file(path.string(), keeping_bytes());
+  std::filesystem::remove(path);
+  REQUIRE(std::holds_alternative<Timeline>(result));
+  const Timeline& timeline = std::get<Timeline>(result);
+  CHECK(timeline.stats.bytes == split);
+  size_t whole = 0;  // the events that end before the damage
+  for (size_t end = 18 + event.size(); end <= split; end += event.size() + 2) ++whole;
+  CHECK(timeline.events.size() == whole);
+  REQUIRE(timeline.stats.warnings.size() == 2);
+  CHECK(timeline.stats.warnings[0].find(path.string() + ": the gzip data is damaged at compressed byte " +
+                                        std::to_string(first.size() + 11) + " of " +
+                                        std::to_string(first.size() + second.size()) + "; using the " +
+                                        ptadvise::detail::with_commas(split) + " bytes that inflate before it") == 0);
+  CHECK(timeline.stats.unread_bytes > 0);
+  CHECK(timeline.stats.unread_bytes < bytes.size());
 }
