@@ -1,5 +1,5 @@
 // `ptadvise --version` (version, git commit, rule set) and the generators of completions and the man page.
-#include <libdeflate.h>
+#include <zlib.h>
 
 #include <CLI/CLI.hpp>
 
@@ -36,8 +36,8 @@ std::string rule_set_version() {
     std::string name = std::filesystem::path(rule.file).lexically_relative(directory).generic_string();
     std::ifstream in(rule.file, std::ios::binary);
     std::string content((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    crc = libdeflate_crc32(crc, name.data(), name.size() + 1);  // with its NUL, as a separator
-    crc = libdeflate_crc32(crc, content.data(), content.size());
+    crc = static_cast<uint32_t>(crc32_z(crc, reinterpret_cast<const Bytef*>(name.data()), name.size() + 1));  // with its NUL, as a separator
+    crc = static_cast<uint32_t>(crc32_z(crc, reinterpret_cast<const Bytef*>(content.data()), content.size()));
   }
   std::ostringstream text;
   text << infos.size() << " rules, crc32 " << std::hex << std::setw(8) << std::setfill('0') << crc << " ("

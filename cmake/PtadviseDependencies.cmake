@@ -6,7 +6,13 @@ find_package(nlohmann_json 3 REQUIRED CONFIG)  # JSON documents of the printers 
 find_package(fmt REQUIRED CONFIG)              # number formatting and colour (libfmt-dev)
 find_package(pugixml REQUIRED CONFIG)          # JUnit XML (libpugixml-dev)
 find_package(PkgConfig REQUIRED)
-pkg_check_modules(LIBDEFLATE REQUIRED IMPORTED_TARGET libdeflate)
+# ISA-L (libisal-dev): the streaming gzip inflate of .json.gz traces, at about the speed of a whole-buffer
+# inflate (zlib's streaming inflate is several times slower).
+pkg_check_modules(ISAL QUIET IMPORTED_TARGET libisal)
+if(NOT ISAL_FOUND)
+  message(FATAL_ERROR "ISA-L (libisal) not found: install libisal-dev (scripts/install-deps.sh installs every dependency)")
+endif()
+find_package(ZLIB REQUIRED)  # zlib (zlib1g-dev): writing gzip, CRC-32
 pkg_check_modules(RE2 REQUIRED IMPORTED_TARGET re2)
 if(PTADVISE_TESTS)
   find_package(doctest REQUIRED CONFIG)

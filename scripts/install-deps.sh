@@ -8,7 +8,7 @@
 # everything else still builds.
 set -euo pipefail
 packages=(build-essential cmake pkg-config libsimdjson-dev libyaml-cpp-dev libcli11-dev doctest-dev
-          libdeflate-dev libre2-dev zlib1g-dev nlohmann-json3-dev libfmt-dev libpugixml-dev python3)
+          libisal-dev libre2-dev zlib1g-dev nlohmann-json3-dev libfmt-dev libpugixml-dev python3)
 if [[ "${1:-}" == "--test" ]]; then
   packages+=(ccache clang libclang-rt-14-dev python3-jsonschema python3-torch python3-numpy gzip zsh fish man-db groff-base
             dpkg-dev file pre-commit python3-yaml chromium python3-websocket)

@@ -30,7 +30,9 @@ if [[ -d $source/data ]]; then
   done
 fi
 grep -q '\.tests/' <<<"$contents" && fail "the package ships rule fixtures"
-dpkg-deb -f "$deb" Depends | grep -q 'libsimdjson' || fail "Depends lacks the shared libraries: $(dpkg-deb -f "$deb" Depends)"
+for library in libsimdjson libisal; do  # libisal: the gzip inflate of .json.gz traces
+  dpkg-deb -f "$deb" Depends | grep -q "$library" || fail "Depends lacks $library: $(dpkg-deb -f "$deb" Depends)"
+done
 
 # dpkg -i into a scratch root (its own dpkg database; the libraries come from this machine).
 root=$scratch/root

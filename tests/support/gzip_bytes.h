@@ -1,8 +1,7 @@
-// gzip-compresses bytes in memory (libdeflate, level 6), for loader tests of .json.gz input; reads a
-// gzip file back.
+// gzip-compresses bytes in memory (zlib, level 6), for loader tests of .json.gz input; reads a gzip file
+// back.
 #pragma once
 
-#include <libdeflate.h>
 #include <zlib.h>
 
 #include <string>
@@ -11,11 +10,16 @@
 namespace ptadvise::testing {
 
 inline std::string gzip_bytes(std::string_view text) {
-  libdeflate_compressor* compressor = libdeflate_alloc_compressor(6);
-  std::string out(libdeflate_gzip_compress_bound(compressor, text.size()), '\0');
-  size_t size = libdeflate_gzip_compress(compressor, text.data(), text.size(), out.data(), out.size());
-  libdeflate_free_compressor(compressor);
-  out.resize(size);
+  z_stream stream{};
+  if (deflateInit2(&stream, 6, Z_DEFLATED, 16 + MAX_WBITS, 8, Z_DEFAULT_STRATEGY) != Z_OK) return {};
+  std::string out(deflateBound(&stream, text.size()) + 32, '\0');
+  stream.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(text.data()));
+  stream.avail_in = static_cast<uInt>(text.size());
+  stream.next_out = reinterpret_cast<Bytef*>(out.data());
+  stream.avail_out = static_cast<uInt>(out.size());
+  const int status = deflate(&stream, Z_FINISH);
+  out.resize(status == Z_STREAM_END ? stream.total_out : 0);
+  deflateEnd(&stream);
   return out;
 }
 

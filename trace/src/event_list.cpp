@@ -1,6 +1,7 @@
 // Reading the event list: windows of events (event_windows.h), and the recovery around broken events. Each
 // window starts at an event; a window that fails is re-read event by event, a broken event is skipped by
 // resynchronising at the next event, and a file cut short keeps everything before the cut.
+#include <algorithm>
 #include <string>
 
 #include "event_windows.h"
@@ -44,7 +45,8 @@ void TraceParser::report_bytes(size_t pos) {
   constexpr size_t kEvery = size_t{1} << 20;  // a call per MiB at most: the display refreshes 4 times a second
   if (on_bytes_ && *on_bytes_ && (pos >= bytes_reported_ + kEvery || pos == size_)) {
     bytes_reported_ = pos;
-    (*on_bytes_)(pos, size_);
+    // While a gzip stream inflates its size is not known yet: the total shown is the expected one.
+    (*on_bytes_)(pos, pending_ ? std::max(pos, expected_size_) : size_);
   }
 }
 

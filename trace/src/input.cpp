@@ -1,11 +1,9 @@
 #include "input.h"
 
 #include <fcntl.h>
-#include <libdeflate.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
-#include <zlib.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -13,6 +11,7 @@
 #include <memory>
 #include <optional>
 
+#include "gzip_stream.h"
 #include "numbers.h"
 #include "ptadvise/io.h"
 
@@ -21,6 +20,7 @@ namespace {
 
 constexpr size_t kTail = PaddedBuffer::kPadding + PaddedBuffer::kSpare;
 constexpr size_t kStreamChunk = size_t{1} << 20;
+constexpr size_t kFirstRead = size_t{64} << 20;  // incremental reads: what is read before the parse starts
 
 bool is_gzip(const char* data, size_t size) {
   return size >= 2 && static_cast<unsigned char>(data[0]) == 0x1f && static_cast<unsigned char>(data[1]) == 0x8b;
@@ -109,158 +109,97 @@ std::string out_of_memory(size_t bytes, size_t budget) {
          " available" + budget_hint();
 }
 
-// libdeflate cannot tell how far a damaged or cut stream inflates; zlib's streaming inflate can. Inflates
-// the member at `compressed` into region[produced...] as far as it goes. Returns the bytes produced and
-// sets `consumed` and `complete`.
-size_t inflate_prefix(const char* compressed, size_t compressed_size, Region& region, size_t produced,
-                      size_t max_output, size_t& consumed, bool& complete) {
-  z_stream stream{};
-  complete = false;
-  consumed = 0;
-  if (inflateInit2(&stream, 16 + MAX_WBITS) != Z_OK) return 0;
-  stream.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(compressed));
-  size_t total = 0;
-  size_t left = compressed_size;
-  while (true) {
-    const auto in_chunk = static_cast<uInt>(std::min<size_t>(left, UINT32_MAX));
-    stream.avail_in = in_chunk;
-    size_t room = region.payload_capacity() - produced - total;
-    if (room == 0) {
-      if (produced + total >= max_output || !region.grow(std::min(max_output, (produced + total) * 2 + 4096))) break;
-      room = region.payload_capacity() - produced - total;
-    }
-    const auto out_chunk = static_cast<uInt>(std::min<size_t>(room, UINT32_MAX));
-    stream.next_out = reinterpret_cast<Bytef*>(region.data() + produced + total);
-    stream.avail_out = out_chunk;
-    const int status = inflate(&stream, Z_NO_FLUSH);
-    total += out_chunk - stream.avail_out;
-    left -= in_chunk - stream.avail_in;
-    if (status == Z_STREAM_END) {
-      complete = true;
-      break;
-    }
-    if (status != Z_OK && !(status == Z_BUF_ERROR && stream.avail_out == 0)) break;  // cut short or corrupt
-    if (left == 0 && stream.avail_in == 0 && stream.avail_out != 0) break;
-  }
-  consumed = compressed_size - left;
-  inflateEnd(&stream);
-  return total;
-}
+// The largest inflated size accepted from `compressed_size` bytes of gzip, and the error past it. Deflate
+// cannot exceed about 1032:1; anything claiming more than that is corrupt. The budget bounds the text as it
+// bounds a plain file: even parsed as it inflates, the events it holds need memory in proportion (and a
+// gzip bomb of blank space would otherwise cost minutes of inflating).
+struct InflateCap {
+  size_t bytes = 0;
+  std::string error;  // when the data inflates beyond `bytes`
+};
 
-// Bytes a damaged stream leaves unread at its end without counting as lost: the CRC and size trailer.
-constexpr size_t kTrailerSlack = 8;
-
-// What `unread` compressed bytes would inflate to, at the ratio of the `inflated` bytes `consumed` gave.
-uint64_t unread_estimate(size_t unread, size_t inflated, size_t consumed) {
-  if (consumed == 0 || inflated == 0) return unread;
-  const double estimate = static_cast<double>(unread) * static_cast<double>(inflated) / static_cast<double>(consumed);
-  return estimate >= static_cast<double>(kMaxInputBytes) ? kMaxInputBytes : static_cast<uint64_t>(estimate);
+InflateCap inflate_cap(size_t compressed_size) {
+  const size_t ratio_cap = compressed_size > kMaxInputBytes / 1032 ? kMaxInputBytes : compressed_size * 1032 + 4096;
+  const size_t budget = input_budget();
+  InflateCap cap;
+  cap.bytes = std::min(ratio_cap, budget);
+  cap.error = "gzip data inflates beyond " + format_bytes(cap.bytes) +
+              (cap.bytes == budget ? ", more than this process can hold in memory" + budget_hint()
+                                   : " (corrupt, or too large to load)");
+  return cap;
 }
 
 // Inflates every gzip member in turn straight into the final buffer. The uncompressed size is unknown up
 // front (ISIZE is only the last member's size modulo 4 GiB), so the buffer reserves the largest size
 // allowed (address space only) and keeps what was written.
-InputResult inflate_gzip(const char* compressed, size_t compressed_size) {
+InputResult inflate_gzip(GzipStream& stream) {
   InputResult result;
-  std::unique_ptr<libdeflate_decompressor, decltype(&libdeflate_free_decompressor)> decompressor(
-      libdeflate_alloc_decompressor(), &libdeflate_free_decompressor);
-  if (!decompressor) {
-    result.error = "out of memory while preparing to decompress";
-    return result;
-  }
-  // Deflate cannot exceed about 1032:1; anything claiming more than that is corrupt. Beyond the memory
-  // available the trace could not be analysed anyway: stop there rather than die.
-  const size_t ratio_cap = compressed_size > kMaxInputBytes / 1032 ? kMaxInputBytes : compressed_size * 1032 + 4096;
-  const size_t budget = input_budget();
-  const size_t max_output = std::min(ratio_cap, budget);
-
+  const InflateCap cap = inflate_cap(stream.compressed_size());
   Region region;
-  if (!region.reserve(max_output)) {
-    size_t guess = compressed_size * 8 + 4096;
-    if (compressed_size >= 18) {
-      uint32_t isize = 0;
-      std::memcpy(&isize, compressed + compressed_size - 4, 4);  // little-endian on every supported target
-      if (isize > compressed_size) guess = std::max<size_t>(guess, isize + size_t{1});
-    }
-    if (!region.reserve(std::min(guess, max_output))) {
+  if (!region.reserve(cap.bytes)) {
+    const size_t guess = std::min(cap.bytes, stream.compressed_size() * 8 + 4096);
+    if (!region.reserve(guess)) {
       result.error = "out of memory for " + with_commas(guess) + " bytes";
       return result;
     }
   }
   size_t produced = 0;
-  size_t in_offset = 0;
-  while (in_offset < compressed_size) {
-    if (!is_gzip(compressed + in_offset, compressed_size - in_offset)) {
-      if (in_offset == 0) {
-        result.error = "not gzip data";
-        return result;
-      }
-      // Bytes after the last member: gzip(1) warns and ignores them. Zero padding (tape blocks) is
-      // harmless; anything else may be a member whose header was damaged, and counts as unread.
-      const char* rest = compressed + in_offset;
-      const size_t unread = compressed_size - in_offset;
-      if (std::any_of(rest, rest + unread, [](char c) { return c != 0; })) {
-        result.unread_bytes = unread_estimate(unread, produced, in_offset);
-        result.warnings.push_back("the " + with_commas(unread) + " bytes after the gzip data at compressed byte " +
-                                  std::to_string(in_offset) + " are not gzip data (a damaged member?); ignored them");
-      }
-      break;
+  while (!stream.done()) {
+    if (produced >= cap.bytes) {
+      if (!stream.has_more()) break;
+      result.error = cap.error;
+      return result;
     }
-    size_t in_used = 0;
-    size_t out_used = 0;
-    libdeflate_result status = libdeflate_gzip_decompress_ex(
-        decompressor.get(), compressed + in_offset, compressed_size - in_offset, region.data() + produced,
-        region.payload_capacity() - produced, &in_used, &out_used);
-    if (status == LIBDEFLATE_INSUFFICIENT_SPACE) {
-      if (region.payload_capacity() >= max_output) {
-        result.error = "gzip data inflates beyond " + format_bytes(max_output) +
-                       (max_output == budget ? ", more than this process can hold in memory" + budget_hint()
-                                             : " (corrupt, or too large to load)");
-        return result;
-      }
-      if (!region.grow(std::min(max_output, region.payload_capacity() * 2))) {
+    if (produced >= region.payload_capacity()) {
+      if (!region.grow(std::min(cap.bytes, region.payload_capacity() * 2))) {
         result.error = "out of memory while inflating" + budget_hint();
         return result;
       }
-      continue;
     }
-    if (status != LIBDEFLATE_SUCCESS) {
-      // A stream cut short (the writer was killed) or damaged: keep what inflates, like a cut .json file.
-      size_t consumed = 0;
-      bool complete = false;
-      size_t recovered = inflate_prefix(compressed + in_offset, compressed_size - in_offset, region, produced,
-                                        max_output, consumed, complete);
-      if (complete) {  // zlib read the member whole: libdeflate refused something zlib accepts
-        produced += recovered;
-        in_offset += consumed;
-        continue;
-      }
-      if (produced + recovered == 0) {
-        result.error = "corrupt gzip data at compressed byte " + std::to_string(in_offset) +
-                       (status == LIBDEFLATE_SHORT_OUTPUT ? " (stream cut short)" : "");
-        return result;
-      }
-      produced += recovered;
-      const size_t stop = in_offset + consumed;
-      const size_t unread = compressed_size - stop;
-      if (unread > kTrailerSlack) {
-        // Damaged, not cut: what follows the damage is lost, and counts toward a partial trace.
-        result.unread_bytes = unread_estimate(unread, produced, stop);
-        result.warnings.push_back("the gzip data is damaged at compressed byte " + std::to_string(stop) + " of " +
-                                  std::to_string(compressed_size) + "; using the " + with_commas(produced) +
-                                  " bytes that inflate before it (the rest, about " +
-                                  with_commas(result.unread_bytes) + " bytes inflated, cannot be read)");
-      } else {
-        result.warnings.push_back("the gzip data is cut short or damaged after compressed byte " +
-                                  std::to_string(stop) + " of " + std::to_string(compressed_size) + "; using the " +
-                                  with_commas(produced) + " bytes that inflate");
-      }
-      break;
-    }
-    produced += out_used;
-    in_offset += in_used;
+    const size_t room = std::min(region.payload_capacity(), cap.bytes) - produced;
+    produced += stream.inflate(region.data() + produced, room);
   }
+  if (!stream.error().empty()) {
+    result.error = stream.error();
+    return result;
+  }
+  if (stream.warning()) result.warnings.push_back(*stream.warning());
+  result.unread_bytes = stream.unread_bytes();
   result.buffer = region.release(produced);
+  return result;
+}
+
+InputResult inflate_gzip(const char* compressed, size_t compressed_size) {
+  GzipStream stream(compressed, compressed_size);
+  return inflate_gzip(stream);
+}
+
+// The first kFirstRead bytes inflated; the rest is inflated as the parse goes on (PendingGzip), into a
+// buffer reserved (address space only) up to the cap.
+InputResult inflate_gzip_incremental(std::unique_ptr<GzipStream> stream) {
+  InputResult result;
+  const InflateCap cap = inflate_cap(stream->compressed_size());
+  Region region;
+  if (!region.reserve(cap.bytes)) return inflate_gzip(*stream);
+  const size_t first = std::min(kFirstRead, cap.bytes);
+  (void)madvise(region.data(), first, MADV_POPULATE_WRITE);
+  const size_t produced = stream->inflate(region.data(), first);
+  if (!stream->error().empty()) {
+    result.error = stream->error();
+    return result;
+  }
+  if (produced == cap.bytes && stream->has_more()) {
+    result.error = cap.error;
+    return result;
+  }
+  if (stream->done()) {
+    if (stream->warning()) result.warnings.push_back(*stream->warning());
+    result.unread_bytes = stream->unread_bytes();
+    result.buffer = region.release(produced);
+    return result;
+  }
+  result.buffer = region.release(cap.bytes);
+  result.pending = std::make_unique<PendingGzip>(std::move(stream), cap.bytes, produced, cap.error);
   return result;
 }
 
@@ -347,7 +286,6 @@ InputResult copy_input_bytes(std::string_view bytes) {
 
 namespace {
 
-constexpr size_t kFirstRead = size_t{64} << 20;   // incremental reads: what is read before the parse starts
 
 std::string shrank(size_t size, size_t read) {
   return "the file shrank from " + with_commas(size) + " to " + with_commas(read) +
@@ -355,6 +293,37 @@ std::string shrank(size_t size, size_t read) {
 }
 
 }  // namespace
+
+PendingGzip::PendingGzip(std::unique_ptr<GzipStream> stream, size_t cap, size_t filled, std::string beyond_cap)
+    : PendingInput(cap, filled), stream_(std::move(stream)), beyond_cap_(std::move(beyond_cap)) {}
+
+PendingGzip::~PendingGzip() = default;
+
+size_t PendingGzip::expected_size() const {
+  return stream_ ? std::max(filled_, std::min(size_, stream_->expected_size())) : size_;
+}
+
+std::optional<std::string> PendingGzip::fill(char* data, size_t end) {
+  end = std::min(size_, std::max(end, filled_ + kPendingRead));
+  if (end <= filled_ || !stream_) return std::nullopt;
+  const auto page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+  const size_t from = filled_ / page * page;
+  (void)madvise(data + from, page_round(end) - from, MADV_POPULATE_WRITE);
+  filled_ += stream_->inflate(data + filled_, end - filled_);
+  if (!stream_->done()) {
+    if (filled_ < size_ || !stream_->has_more()) return std::nullopt;
+    failure_ = beyond_cap_;
+    size_ = filled_;
+    stream_.reset();
+    return std::nullopt;
+  }
+  // The stream ended: so does the text.
+  size_ = filled_;
+  unread_ = stream_->unread_bytes();
+  std::optional<std::string> problem = stream_->warning();
+  stream_.reset();
+  return problem;
+}
 
 PendingFile::~PendingFile() {
   if (fd_ >= 0) close(fd_);
@@ -416,7 +385,15 @@ InputResult read_input_file(const std::string& path, bool incremental) {
     result.error = "the trace " + out_of_memory(size, budget);
     return result;
   }
-  // Incremental: the first read says whether the file is gzip (then it is read whole and inflated).
+  // gzip is inflated as it is read: whole, or (incremental) as the parse goes on.
+  unsigned char magic[2] = {0, 0};
+  const off_t start = lseek(fd, 0, SEEK_CUR);
+  if (start >= 0 && size >= static_cast<size_t>(start) + 2 && pread(fd, magic, 2, start) == 2 && magic[0] == 0x1f &&
+      magic[1] == 0x8b) {
+    auto stream = std::make_unique<GzipStream>(fd, size - static_cast<size_t>(start));
+    fd = -1;  // the stream closes it
+    return incremental ? inflate_gzip_incremental(std::move(stream)) : inflate_gzip(*stream);
+  }
   const bool pending = incremental && size > kFirstRead;
   Region region;
   if (!region.reserve(size, !pending)) {

@@ -1,7 +1,9 @@
-// Internal to trace/: getting trace bytes into one padded, mutable buffer (plain or gzip).
+// Internal to trace/: getting trace bytes into one padded, mutable buffer (plain or gzip), whole or as the
+// parse goes on.
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <memory>
 #include <optional>
 #include <string>
@@ -23,29 +25,66 @@ struct PaddedBuffer {
   size_t capacity = 0;  // allocated bytes minus kSpare (>= size + kPadding)
 };
 
-// The rest of a regular file that read_input_file left unread (`incremental`): the loader reads it into
-// the buffer, whose pages are reserved for the whole file, as its parse goes on, so that the parts already
-// parsed can be given back before the rest is read. Bytes past `filled()` read as zeros until then.
-class PendingFile {
+class GzipStream;
+
+// The part of an input that read_input_file left unread (`incremental`): the loader reads it into the
+// buffer, whose pages are reserved for all of it, as its parse goes on, so that the parts already parsed
+// can be given back before the rest is read. Bytes past `filled()` read as zeros until then.
+class PendingInput {
  public:
-  PendingFile(int fd, size_t size, size_t filled) : fd_(fd), size_(size), filled_(filled) {}
-  ~PendingFile();
+  virtual ~PendingInput() = default;
+  size_t filled() const { return filled_; }
+  // The bytes the buffer holds once read: a file's size; for gzip, the inflated-size cap until the stream
+  // ends, then what it inflated to.
+  size_t size() const { return size_; }
+  // What size() is expected to end at (for reservations and progress displays).
+  virtual size_t expected_size() const { return size_; }
+  // Reads on to `end` at least (in reads of a few MiB), into `data` (the buffer's start). When the input
+  // ends early (the file shrank, the gzip stream ended or was cut) `size()` becomes the bytes read; a
+  // problem to tell the user comes back as one line.
+  virtual std::optional<std::string> fill(char* data, size_t end) = 0;
+  // A problem that makes the input unusable (gzip inflating beyond the cap), one line; empty if none.
+  const std::string& failure() const { return failure_; }
+  // LoadStats::unread_bytes: a gzip stream that could not be inflated past damage.
+  virtual uint64_t unread_bytes() const { return 0; }
+
+ protected:
+  PendingInput(size_t size, size_t filled) : size_(size), filled_(filled) {}
+  size_t size_;
+  size_t filled_;
+  std::string failure_;
+};
+
+// The rest of a regular file.
+class PendingFile final : public PendingInput {
+ public:
+  PendingFile(int fd, size_t size, size_t filled) : PendingInput(size, filled), fd_(fd) {}
+  ~PendingFile() override;
   PendingFile(const PendingFile&) = delete;
   PendingFile& operator=(const PendingFile&) = delete;
-  size_t filled() const { return filled_; }
-  size_t size() const { return size_; }
-  // Reads on to `end` at least (in reads of a few MiB), into `data` (the buffer's start). When the file
-  // ends early (it shrank while it was read) or cannot be read on, `size()` becomes the bytes read and the
-  // returned line says so, like a shrunk file read whole.
-  std::optional<std::string> fill(char* data, size_t end);
+  std::optional<std::string> fill(char* data, size_t end) override;
 
  private:
   int fd_;
-  size_t size_;
-  size_t filled_;
 };
 
-// What PendingFile::fill reads at least at a time.
+// The rest of a gzip file, inflated as the parse goes on. size() is the inflated-size cap until the stream
+// ends; inflating beyond it is a failure().
+class PendingGzip final : public PendingInput {
+ public:
+  PendingGzip(std::unique_ptr<GzipStream> stream, size_t cap, size_t filled, std::string beyond_cap);
+  ~PendingGzip() override;
+  size_t expected_size() const override;
+  std::optional<std::string> fill(char* data, size_t end) override;
+  uint64_t unread_bytes() const override { return unread_; }
+
+ private:
+  std::unique_ptr<GzipStream> stream_;
+  uint64_t unread_ = 0;
+  std::string beyond_cap_;  // the failure when the stream inflates beyond the cap
+};
+
+// What PendingInput::fill reads at least at a time.
 inline constexpr size_t kPendingRead = size_t{16} << 20;
 
 // The error text is one line without the file label ("cannot open: No such file or directory").
@@ -54,7 +93,7 @@ struct InputResult {
   std::string error;  // empty on success
   std::vector<std::string> warnings;  // usable bytes with a problem (a cut gzip stream), one line each
   uint64_t unread_bytes = 0;  // LoadStats::unread_bytes: a gzip stream that could not be inflated past damage
-  std::unique_ptr<PendingFile> pending;  // `incremental` reads: the part of the file not read yet
+  std::unique_ptr<PendingInput> pending;  // `incremental` reads: the part of the input not read yet
   bool ok() const { return error.empty(); }
 };
 
@@ -62,8 +101,8 @@ struct InputResult {
 // inflated straight into the final buffer. Files are read, not mapped: a mapped file that is truncated
 // while it is read kills the process with SIGBUS. Sizes beyond the memory this process may still use
 // (io.h: available_memory) are refused with an error instead of running out of memory.
-// `incremental`: a plain (not gzip) regular file larger than a first read is returned with that read
-// only, and the rest `pending`; the buffer's size is the file's.
+// `incremental`: a regular file larger than a first read (for gzip: whose first 64 MiB inflated do not end
+// the stream) is returned with that read only, and the rest `pending`; the buffer's size is pending->size().
 InputResult read_input_file(const std::string& path, bool incremental = false);
 
 // Copies bytes into a padded buffer, inflating them when they are gzip.

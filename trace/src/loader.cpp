@@ -19,13 +19,14 @@
 namespace ptadvise {
 namespace detail {
 
-TraceParser::TraceParser(PaddedBuffer buffer, std::unique_ptr<PendingFile> pending, std::string label,
+TraceParser::TraceParser(PaddedBuffer buffer, std::unique_ptr<PendingInput> pending, std::string label,
                          unsigned threads)
     : buffer_(std::move(buffer)), pending_(std::move(pending)), label_(std::move(label)),
       threads_(std::max(1u, threads)) {
   data_ = buffer_.data;
   size_ = buffer_.size;
   filled_ = pending_ ? pending_->filled() : size_;
+  expected_size_ = pending_ ? pending_->expected_size() : size_;
 }
 
 namespace {
@@ -42,14 +43,16 @@ void TraceParser::fill(size_t end) {
   const size_t target = std::min(size_, std::max(end, filled_ + kPendingRead));
   const size_t page = page_size();
   recycle((filled_ + page - 1) / page * page, target / page * page);
-  if (auto problem = pending_->fill(data_, target)) {
-    input_warnings_.push_back(label_ + ": " + *problem);
-    // Pages moved ahead hold old bytes: past the new end they must read as the zeros of the padding.
-    if (recycled_end_ > pending_->size()) std::memset(data_ + pending_->size(), 0, recycled_end_ - pending_->size());
-  }
+  if (auto problem = pending_->fill(data_, target)) input_warnings_.push_back(label_ + ": " + *problem);
+  if (input_failure_.empty()) input_failure_ = pending_->failure();
+  // The input ended before size_ (a file that shrank, the end of a gzip stream): pages moved ahead hold old
+  // bytes, and past the new end they must read as the zeros of the padding.
+  if (recycled_end_ > pending_->size()) std::memset(data_ + pending_->size(), 0, recycled_end_ - pending_->size());
   filled_ = pending_->filled();
   size_ = pending_->size();
+  expected_size_ = pending_->expected_size();
   if (filled_ >= size_) {
+    unread_bytes_ = pending_->unread_bytes();
     pending_.reset();
     drop_spare();
   }
@@ -226,8 +229,8 @@ void TraceParser::finish() {
 std::variant<Timeline, LoadError> TraceParser::run(const LoadOptions& options) {
   timeline_.path = label_;
   timeline_.stats.bytes = size_;
-  extent_scan_budget_ = 4 * size_ + (size_t{1} << 20);
-  const size_t estimate = size_ / 300 + 16;
+  extent_scan_budget_ = 4 * expected_size_ + (size_t{1} << 20);
+  const size_t estimate = expected_size_ / 300 + 16;
   Events& events = timeline_.events;
   events.ts_ns.reserve(estimate);
   events.dur_ns.reserve(estimate);
@@ -251,6 +254,8 @@ std::variant<Timeline, LoadError> TraceParser::run(const LoadOptions& options) {
   // A file that shrank while it was read incrementally: said first, as when it is read whole.
   timeline_.stats.warnings.insert(timeline_.stats.warnings.begin(), input_warnings_.begin(), input_warnings_.end());
   timeline_.stats.bytes = size_;
+  timeline_.stats.unread_bytes = unread_bytes_;
+  if (!input_failure_.empty()) return LoadError{label_ + ": " + input_failure_};
   if (top_level_error) return LoadError{*top_level_error};
   report_bytes(size_);
   const LoadStats& stats = timeline_.stats;
@@ -311,7 +316,7 @@ std::variant<Timeline, LoadError> load_from(detail::InputResult input, const std
     std::vector<std::string> first;
     for (const auto& warning : input.warnings) first.push_back(label + ": " + warning);
     timeline->stats.warnings.insert(timeline->stats.warnings.begin(), first.begin(), first.end());
-    timeline->stats.unread_bytes = input.unread_bytes;
+    timeline->stats.unread_bytes += input.unread_bytes;
   }
   return result;
 }

@@ -22,8 +22,8 @@ class WindowPool;
 
 class TraceParser {
  public:
-  // `pending`: the part of the file not read yet (read_input_file's incremental reads), or nullptr.
-  TraceParser(PaddedBuffer buffer, std::unique_ptr<PendingFile> pending, std::string label, unsigned threads);
+  // `pending`: the part of the input not read yet (read_input_file's incremental reads), or nullptr.
+  TraceParser(PaddedBuffer buffer, std::unique_ptr<PendingInput> pending, std::string label, unsigned threads);
   ~TraceParser();
   std::variant<Timeline, LoadError> run(const LoadOptions& options);
 
@@ -63,12 +63,15 @@ class TraceParser {
   void drop_spare();
 
   PaddedBuffer buffer_;
-  std::unique_ptr<PendingFile> pending_;
+  std::unique_ptr<PendingInput> pending_;
   size_t filled_ = 0;    // bytes read so far (size_ unless pending_)
   size_t released_ = 0;  // bytes given back from the start of the buffer
   std::vector<std::pair<size_t, size_t>> spare_;  // released pages still resident, [begin, end)
   size_t recycled_end_ = 0;                        // end of the pages moved ahead so far
-  std::vector<std::string> input_warnings_;  // the file shrank while read incrementally
+  std::vector<std::string> input_warnings_;  // the file shrank, or the gzip stream was cut, while read incrementally
+  std::string input_failure_;                // PendingInput::failure: the load fails with it
+  uint64_t unread_bytes_ = 0;                // PendingInput::unread_bytes
+  size_t expected_size_ = 0;                 // what size_ is expected to end at (progress, reservations)
   std::string label_;
   unsigned threads_ = 1;
   char* data_ = nullptr;

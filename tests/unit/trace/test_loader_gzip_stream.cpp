@@ -1,0 +1,185 @@
+// .json.gz inflated as the parse goes on (LoadOptions::arg_keys given): past the first 64 MiB inflated,
+// the text comes from the gzip stream 16 MiB at a time. The timeline is the one of the text read whole,
+// across gzip members; a cut stream keeps the events before the cut, a damaged one counts the rest as
+// unread; the inflated-size cap still holds.
+#include <doctest/doctest.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include "gzip_bytes.h"
+#include "input.h"
+#include "numbers.h"
+#include "ptadvise/loader.h"
+
+using ptadvise::ArgKeySet;
+using ptadvise::LoadError;
+using ptadvise::LoadOptions;
+using ptadvise::Timeline;
+
+namespace {
+
+std::filesystem::path write_temp(const std::string& name, const std::string& bytes) {
+  const std::filesystem::path path = std::filesystem::temp_directory_path() / name;
+  std::ofstream out(path, std::ios::binary);
+  out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+  return path;
+}
+
+LoadOptions keeping_bytes() {
+  LoadOptions keep;
+  keep.arg_keys = std::make_shared<const ArgKeySet>(ArgKeySet{"bytes"});
+  return keep;
+}
+
+// Events of `event` until the text is `size` bytes; returns the text and sets `events`.
+std::string repeated_events(const std::string& event, size_t size, size_t& events) {
+  std::string bytes = "{\"traceEvents\": [\n";
+  events = 0;
+  while (bytes.size() < size) bytes += (events++ == 0 ? "" : ",\n") + event;
+  bytes += "\n]}\n";
+  return bytes;
+}
+
+struct ScopedEnv {
+  std::string name;
+  ScopedEnv(const char* key, const char* value) : name(key) { setenv(key, value, 1); }
+  ~ScopedEnv() { unsetenv(name.c_str()); }
+};
+
+}  // namespace
+
+TEST_CASE("gzip stream: a 90 MB .json.gz of two members inflated as the parse goes on gives the timeline of the text") {
+  // A broken event past 70 MiB makes the loader inflate the rest at once; the top-level keys after the
+  // events are read after them; the second gzip member starts at 30 MiB of text.
+  std::string bytes = "{\"schemaVersion\": 1, \"deviceProperties\": [{\"id\": 0, \"name\": \"GPU\"}],\n\"traceEvents\": [\n";
+  size_t broken_at = 0;
+  for (size_t i = 0; bytes.size() < (size_t{90} << 20); ++i) {
+    const bool broken = bytes.size() > (size_t{70} << 20) && broken_at == 0;
+    if (broken) broken_at = bytes.size();
+    bytes += std::string(i == 0 ? "" : ",\n") + "  {\"ph\": \"X\", \"cat\": \"kernel\", \"name\": \"" +
+             (broken ? "k\"bad" : "gemm_" + std::to_string(i % 5)) + "\", \"pid\": 0, \"tid\": 7, \"ts\": " +
+             std::to_string(1000 + i * 10) + ", \"dur\": 5, \"args\": {\"bytes\": " + std::to_string(i) +
+             ", \"grid\": [" + std::to_string(i % 7) + ", 1, 1], \"padding\": \"" + std::string(200, 'x') + "\"}}";
+  }
+  bytes += "\n], \"baseTimeNanoseconds\": 5000, \"distributedInfo\": {\"rank\": 3}}\n";
+  const size_t split = size_t{30} << 20;
+  const std::string compressed =
+      ptadvise::testing::gzip_bytes(bytes.substr(0, split)) + ptadvise::testing::gzip_bytes(bytes.substr(split));
+  const std::filesystem::path path = write_temp("ptadvise_gzip_stream_big.json.gz", compressed);
+
+  auto input = ptadvise::detail::read_input_file(path.string(), true);
+  REQUIRE(input.ok());
+  REQUIRE(input.pending != nullptr);  // the first 64 MiB inflated, the rest to come
+  CHECK(input.pending->filled() == (size_t{64} << 20));
+  CHECK(input.buffer.size > bytes.size());  // the cap: the inflated size is not known yet
+  input = {};
+
+  auto streamed = ptadvise::load_trace_file(path.string(), keeping_bytes());
+  auto whole = ptadvise::load_trace_bytes(bytes, path.string());
+  std::filesystem::remove(path);
+  REQUIRE(std::holds_alternative<Timeline>(streamed));
+  REQUIRE(std::holds_alternative<Timeline>(whole));
+  const Timeline& kept = std::get<Timeline>(streamed);
+  const Timeline& all = std::get<Timeline>(whole);
+  CHECK(kept.stats.bytes == bytes.size());
+  CHECK(kept.stats.unread_bytes == 0);
+  CHECK(kept.stats.recovered_errors == 1);
+  CHECK(kept.stats.lost_bytes == all.stats.lost_bytes);
+  CHECK(kept.stats.warnings == all.stats.warnings);
+  CHECK(kept.rank == 3);
+  CHECK(kept.origin_ns == all.origin_ns);
+  CHECK(kept.devices.size() == 1);
+  REQUIRE(kept.events.size() == all.events.size());
+  CHECK(kept.events.size() == 265712);  // every entry but the broken one
+  CHECK(kept.events.ts_ns == all.events.ts_ns);
+  CHECK(kept.events.name == all.events.name);
+  CHECK(kept.events.track == all.events.track);
+  bool same_args = true;
+  for (ptadvise::EventIndex e = 0; e < kept.events.size(); ++e) {
+    same_args = same_args && kept.arg_int(e, "bytes") == all.arg_int(e, "bytes");
+  }
+  CHECK(same_args);
+  CHECK(kept.buffer_size < bytes.size() / 10);  // the kept args, not the text
+}
+
+TEST_CASE("gzip stream: a .json.gz cut past its first 64 MiB keeps the events before the cut, with the warning") {
+  const std::string event = "  {\"ph\": \"X\", \"cat\": \"kernel\", \"name\": \"gemm\", \"pid\": 0, \"tid\": 7, \"ts\": 1000, "
+                            "\"dur\": 5, \"args\": {\"bytes\": 64, \"padding\": \"" + std::string(900, 'x') + "\"}}";
+  size_t events = 0;
+  const std::string bytes = repeated_events(event, size_t{80} << 20, events);
+  const std::string compressed = ptadvise::testing::gzip_bytes(bytes);
+  const size_t cut = compressed.size() * 9 / 10;  // about 72 MiB of text inflate before it
+  const std::filesystem::path path = write_temp("ptadvise_gzip_stream_cut.json.gz", compressed.substr(0, cut));
+  auto result = ptadvise::load_trace_file(path.string(), keeping_bytes());
+  std::filesystem::remove(path);
+  REQUIRE(std::holds_alternative<Timeline>(result));
+  const Timeline& timeline = std::get<Timeline>(result);
+  const size_t inflated = timeline.stats.bytes;
+  CHECK(inflated > (size_t{70} << 20));
+  CHECK(inflated < (size_t{74} << 20));
+  CHECK(bytes.compare(0, inflated, bytes.data(), inflated) == 0);
+  size_t whole = 0;  // the events that end before the cut
+  for (size_t end = 18 + event.size(); end <= inflated; end += event.size() + 2) ++whole;
+  CHECK(timeline.events.size() == whole);
+  CHECK(timeline.events.size() < events);
+  REQUIRE(timeline.stats.warnings.size() == 2);
+  CHECK(timeline.stats.warnings[0] == path.string() + ": the gzip data is cut short or damaged after compressed byte " +
+                                          std::to_string(cut) + " of " + std::to_string(cut) + "; using the " +
+                                          ptadvise::detail::with_commas(inflated) + " bytes that inflate");
+  CHECK(timeline.stats.warnings[1].find(path.string() + ": file ends inside an event at byte ") == 0);
+  CHECK(timeline.stats.unread_bytes == 0);
+  CHECK(timeline.arg_int(whole - 1, "bytes") == 64);
+}
+
+TEST_CASE("gzip stream: a .json.gz inflating beyond the memory budget past its first 64 MiB is refused") {
+  const std::string event = "  {\"ph\": \"X\", \"cat\": \"kernel\", \"name\": \"gemm\", \"pid\": 0, \"tid\": 7, \"ts\": 1000, "
+                            "\"dur\": 5, \"args\": {\"bytes\": 64, \"padding\": \"" + std::string(900, 'x') + "\"}}";
+  size_t events = 0;
+  const std::string bytes = repeated_events(event, size_t{90} << 20, events);
+  const std::filesystem::path path = write_temp("ptadvise_gzip_stream_budget.json.gz", ptadvise::testing::gzip_bytes(bytes));
+  {
+    ScopedEnv limit("PTADVISE_MEMORY_LIMIT", "100MiB");  // a budget of 80 MiB of text
+    auto refused = ptadvise::load_trace_file(path.string(), keeping_bytes());
+    REQUIRE(std::holds_alternative<LoadError>(refused));
+    CHECK(std::get<LoadError>(refused).message ==
+          path.string() + ": gzip data inflates beyond 80 MiB, more than this process can hold in memory "
+                          "(set PTADVISE_MEMORY_LIMIT to change the limit)");
+  }
+  {
+    ScopedEnv limit("PTADVISE_MEMORY_LIMIT", "200MiB");
+    auto loaded = ptadvise::load_trace_file(path.string(), keeping_bytes());
+    REQUIRE(std::holds_alternative<Timeline>(loaded));
+    CHECK(std::get<Timeline>(loaded).events.size() == events);
+  }
+  std::filesystem::remove(path);
+}
+
+TEST_CASE("gzip stream: a .json.gz damaged past its first 64 MiB keeps what inflates and counts the rest as unread") {
+  const std::string event = "  {\"ph\": \"X\", \"cat\": \"kernel\", \"name\": \"gemm\", \"pid\": 0, \"tid\": 7, \"ts\": 1000, "
+                            "\"dur\": 5, \"args\": {\"bytes\": 64, \"padding\": \"" + std::string(900, 'x') + "\"}}";
+  size_t events = 0;
+  const std::string bytes = repeated_events(event, size_t{80} << 20, events);
+  const size_t split = size_t{70} << 20;
+  const std::string first = ptadvise::testing::gzip_bytes(bytes.substr(0, split));
+  std::string second = ptadvise::testing::gzip_bytes(bytes.substr(split));
+  second[10] = 0x06;  // the second member's first deflate block gets the reserved block type
+  const std::filesystem::path path = write_temp("ptadvise_gzip_stream_damaged.json.gz", first + second);
+  auto result = ptadvise::load_trace_file(path.string(), keeping_bytes());
+  std::filesystem::remove(path);
+  REQUIRE(std::holds_alternative<Timeline>(result));
+  const Timeline& timeline = std::get<Timeline>(result);
+  CHECK(timeline.stats.bytes == split);
+  size_t whole = 0;  // the events that end before the damage
+  for (size_t end = 18 + event.size(); end <= split; end += event.size() + 2) ++whole;
+  CHECK(timeline.events.size() == whole);
+  REQUIRE(timeline.stats.warnings.size() == 2);
+  CHECK(timeline.stats.warnings[0].find(path.string() + ": the gzip data is damaged at compressed byte " +
+                                        std::to_string(first.size() + 11) + " of " +
+                                        std::to_string(first.size() + second.size()) + "; using the " +
+                                        ptadvise::detail::with_commas(split) + " bytes that inflate before it") == 0);
+  CHECK(timeline.stats.unread_bytes > 0);
+  CHECK(timeline.stats.unread_bytes < bytes.size());
+}
