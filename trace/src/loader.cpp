@@ -1,7 +1,6 @@
 // Loading Kineto / PyTorch-profiler JSON into a Timeline: one file, bytes in memory, or a directory of
 // per-rank traces. The parse itself is in trace_parser.h; this file merges what it reads, finishes the
 // timeline (origin, track names, format, warnings) and links it.
-#include <sched.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -9,11 +8,11 @@
 #include <cstring>
 #include <filesystem>
 #include <new>
-#include <thread>
 
 #include "event_windows.h"
 #include "links.h"
 #include "numbers.h"
+#include "ptadvise/cores.h"
 #include "trace_parser.h"
 
 namespace ptadvise {
@@ -298,14 +297,8 @@ std::variant<Timeline, LoadError> TraceParser::run(const LoadOptions& options) {
 
 namespace {
 
-// The cores this process may run on (taskset and cgroup cpusets narrow them), not the machine's.
-unsigned load_threads(const LoadOptions& options) {
-  if (options.threads != 0) return options.threads;
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  if (sched_getaffinity(0, sizeof set, &set) == 0) return std::max(1, CPU_COUNT(&set));
-  return std::max(1u, std::thread::hardware_concurrency());
-}
+// Unless told: the cores this process may run on (taskset and cgroup cpusets narrow them), not the machine's.
+unsigned load_threads(const LoadOptions& options) { return options.threads != 0 ? options.threads : usable_cores(); }
 
 std::variant<Timeline, LoadError> load_from(detail::InputResult input, const std::string& label,
                                            const LoadOptions& options) {
