@@ -110,16 +110,7 @@ inline std::vector<RuleInfo> all_rules(const Report& report) {
     for (const auto& f : trace.findings) {
       bool known = false;
       for (const auto& r : rules) known = known || r.id == f.rule_id;
-      if (!known) {
-        RuleInfo info;
-        info.id = f.rule_id;
-        info.name = f.rule_name;
-        info.summary = f.rule_name;
-        info.severity = f.severity;
-        info.tags = f.tags;
-        info.fix = f.fix;
-        rules.push_back(std::move(info));
-      }
+      if (!known) rules.push_back(rule_of(f));
     }
   }
   return rules;

@@ -48,4 +48,16 @@ Finding finding_of(const RuleInfo& rule) {
   return finding;
 }
 
+RuleInfo rule_of(const Finding& finding) {
+  RuleInfo rule;
+  rule.id = finding.rule_id;
+  rule.name = finding.rule_name;
+  rule.summary = finding.rule_name;
+  rule.severity = finding.severity;
+  rule.tags = finding.tags;
+  rule.fix = finding.fix;
+  rule.short_fix = finding.short_fix;
+  return rule;
+}
+
 }  // namespace ptadvise

@@ -147,5 +147,8 @@ struct Finding {
 // A finding of `rule`: its id, name, severity, tags and fixes. The site, figures and evidence are the
 // caller's (a per-trace rule's evaluator, a job rule's).
 Finding finding_of(const RuleInfo& rule);
+// The reverse, for a finding whose rule is not at hand (a hand-made report): what the finding says of its
+// rule, with its name as the summary.
+RuleInfo rule_of(const Finding& finding);
 
 }  // namespace ptadvise

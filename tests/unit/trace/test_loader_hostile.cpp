@@ -61,6 +61,31 @@ struct ScopedEnv {
   ~ScopedEnv() { unsetenv(name.c_str()); }
 };
 
+// Loads `bytes` written into a pipe by a child process, through /dev/fd/N (a path that is no regular file).
+// The child stops quietly when the loader stops reading.
+std::variant<Timeline, LoadError> load_from_pipe(const std::string& bytes, std::string& path) {
+  int fds[2];
+  REQUIRE(pipe(fds) == 0);
+  pid_t writer = fork();
+  REQUIRE(writer >= 0);
+  if (writer == 0) {
+    close(fds[0]);
+    size_t done = 0;
+    while (done < bytes.size()) {
+      ssize_t wrote = write(fds[1], bytes.data() + done, bytes.size() - done);
+      if (wrote <= 0) _exit(0);
+      done += static_cast<size_t>(wrote);
+    }
+    _exit(0);
+  }
+  close(fds[1]);
+  path = "/dev/fd/" + std::to_string(fds[0]);
+  auto result = ptadvise::load_trace_file(path);
+  close(fds[0]);
+  waitpid(writer, nullptr, 0);
+  return result;
+}
+
 }  // namespace
 
 TEST_CASE("hostile: one odd unescaped quote early in a trace costs one event, not the rest") {
@@ -253,24 +278,8 @@ TEST_CASE("hostile: traces from a pipe and from stdin") {
   for (bool compressed : {false, true}) {
     CAPTURE(compressed);
     std::string bytes = compressed ? gzip(text) : text;
-    int fds[2];
-    REQUIRE(pipe(fds) == 0);
-    pid_t writer = fork();
-    REQUIRE(writer >= 0);
-    if (writer == 0) {
-      close(fds[0]);
-      size_t done = 0;
-      while (done < bytes.size()) {
-        ssize_t wrote = write(fds[1], bytes.data() + done, bytes.size() - done);
-        if (wrote <= 0) _exit(1);
-        done += static_cast<size_t>(wrote);
-      }
-      _exit(0);
-    }
-    close(fds[1]);
-    auto result = ptadvise::load_trace_file("/dev/fd/" + std::to_string(fds[0]));
-    close(fds[0]);
-    waitpid(writer, nullptr, 0);
+    std::string fd_path;
+    auto result = load_from_pipe(bytes, fd_path);
     REQUIRE(std::holds_alternative<Timeline>(result));
     CHECK(std::get<Timeline>(result).events.size() == 300);
   }
@@ -289,25 +298,8 @@ TEST_CASE("hostile: traces from a pipe and from stdin") {
     ScopedEnv limit("PTADVISE_MEMORY_LIMIT", "64MiB");
     std::string binary = "{\"traceEvents\": [";
     for (int i = 0; i < (80 << 20) / 64; ++i) binary += std::string("\x01\x02\0\xff", 4) + std::string(60, 'x');
-    int fds[2];
-    REQUIRE(pipe(fds) == 0);
-    pid_t writer = fork();
-    REQUIRE(writer >= 0);
-    if (writer == 0) {
-      close(fds[0]);
-      size_t done = 0;
-      while (done < binary.size()) {
-        ssize_t wrote = write(fds[1], binary.data() + done, binary.size() - done);
-        if (wrote <= 0) _exit(0);  // the reader stopped reading: expected
-        done += static_cast<size_t>(wrote);
-      }
-      _exit(0);
-    }
-    close(fds[1]);
-    const std::string fd_path = "/dev/fd/" + std::to_string(fds[0]);
-    auto result = ptadvise::load_trace_file(fd_path);
-    close(fds[0]);
-    waitpid(writer, nullptr, 0);
+    std::string fd_path;
+    auto result = load_from_pipe(binary, fd_path);
     REQUIRE(std::holds_alternative<LoadError>(result));
     CHECK(std::get<LoadError>(result).message ==
           fd_path + ": the first bytes are neither JSON nor gzip (this does not look like a PyTorch profiler trace)");

@@ -16,6 +16,7 @@
 #include "input.h"
 #include "numbers.h"
 #include "trace_parser.h"
+#include "big_trace.h"
 #include "trace_builder.h"
 
 using ptadvise::ArgKeySet;
@@ -256,17 +257,8 @@ TEST_CASE("kept args: a 90 MB file read as the parse goes on gives the timeline 
   // Beyond the first 64 MiB read, the rest is read while windows are parsed and parsed windows are given
   // back; a broken event past 64 MiB makes the loader read the rest at once, and the top-level keys after
   // the events are read after them.
-  std::string bytes = "{\"schemaVersion\": 1, \"deviceProperties\": [{\"id\": 0, \"name\": \"GPU\"}],\n\"traceEvents\": [\n";
-  size_t broken_at = 0;
-  for (size_t i = 0; bytes.size() < (size_t{90} << 20); ++i) {
-    const bool broken = bytes.size() > (size_t{70} << 20) && broken_at == 0;
-    if (broken) broken_at = bytes.size();
-    bytes += std::string(i == 0 ? "" : ",\n") + "  {\"ph\": \"X\", \"cat\": \"kernel\", \"name\": \"" +
-             (broken ? "k\"bad" : "gemm_" + std::to_string(i % 5)) + "\", \"pid\": 0, \"tid\": 7, \"ts\": " +
-             std::to_string(1000 + i * 10) + ", \"dur\": 5, \"args\": {\"bytes\": " + std::to_string(i) +
-             ", \"grid\": [" + std::to_string(i % 7) + ", 1, 1], \"padding\": \"" + std::string(200, 'x') + "\"}}";
-  }
-  bytes += "\n], \"baseTimeNanoseconds\": 5000, \"distributedInfo\": {\"rank\": 3}}\n";
+  const ptadvise::testing::BigTrace trace = ptadvise::testing::big_trace();
+  const std::string& bytes = trace.text;
   const std::filesystem::path path = std::filesystem::temp_directory_path() / "ptadvise_kept_args_big.json";
   {
     std::ofstream out(path, std::ios::binary);
@@ -281,26 +273,9 @@ TEST_CASE("kept args: a 90 MB file read as the parse goes on gives the timeline 
   REQUIRE(std::holds_alternative<Timeline>(whole));
   const Timeline& kept = std::get<Timeline>(incremental);
   const Timeline& all = std::get<Timeline>(whole);
-  CHECK(broken_at > (size_t{70} << 20));
-  CHECK(kept.stats.bytes == bytes.size());
-  CHECK(kept.stats.recovered_errors == 1);
-  CHECK(kept.stats.lost_bytes == all.stats.lost_bytes);
+  CHECK(trace.broken_at > (size_t{70} << 20));
   CHECK(kept.stats.lost_bytes > 0);
-  CHECK(kept.stats.warnings == all.stats.warnings);
-  CHECK(kept.rank == 3);
-  CHECK(kept.origin_ns == all.origin_ns);
-  CHECK(kept.devices.size() == 1);
-  REQUIRE(kept.events.size() == all.events.size());
-  CHECK(kept.events.size() == 265712);  // every entry but the broken one
-  CHECK(kept.events.ts_ns == all.events.ts_ns);
-  CHECK(kept.events.name == all.events.name);
-  CHECK(kept.events.track == all.events.track);
-  bool same_args = true;
-  for (ptadvise::EventIndex e = 0; e < kept.events.size(); ++e) {
-    same_args = same_args && kept.arg_int(e, "bytes") == all.arg_int(e, "bytes");
-  }
-  CHECK(same_args);
-  CHECK(kept.buffer_size < bytes.size() / 10);  // the kept args, not the file
+  ptadvise::testing::check_same_big_trace(kept, all, bytes.size());
 }
 
 TEST_CASE("kept args: a file that shrinks while it is read incrementally is read as a file cut there") {
