@@ -1,5 +1,6 @@
 // Sites (docs/RULE_LANGUAGE.md "Grouping by site"): the key a rule's `group_by` puts an event under (its op,
 // op chain, kernel, name, source or size), and the groups of the primary selection's events by that key.
+#include <algorithm>
 #include <string>
 #include <unordered_map>
 
@@ -63,6 +64,19 @@ std::vector<Group> Evaluator::make_groups(const CompiledRule& rule) const {
     auto [it, inserted] = index.emplace(std::move(key), groups.size());
     if (inserted) groups.emplace_back();
     groups[it->second].events.push_back(e);
+  }
+  // Each group in time order, whatever order the file wrote its events in: its first event (the site's
+  // representative) and its evidence are then the same for the same trace written another way.
+  auto before = [this](EventIndex a, EventIndex b) {
+    if (ev_.ts_ns[a] != ev_.ts_ns[b]) return ev_.ts_ns[a] < ev_.ts_ns[b];
+    if (ev_.track[a] != ev_.track[b]) return ev_.track[a] < ev_.track[b];
+    if (ev_.dur_ns[a] != ev_.dur_ns[b]) return ev_.dur_ns[a] > ev_.dur_ns[b];
+    return a < b;
+  };
+  for (Group& group : groups) {
+    if (!std::is_sorted(group.events.begin(), group.events.end(), before)) {
+      std::sort(group.events.begin(), group.events.end(), before);
+    }
   }
   return groups;
 }

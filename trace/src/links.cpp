@@ -12,6 +12,63 @@ namespace {
 // to a microsecond after its parent; such a child is still nested, and its end is clamped to the parent's.
 constexpr int64_t kNestingToleranceNs = 1000;
 
+// Which of two events with the same start and length encloses the other: the lower rank.
+int nesting_rank(EventKind kind) {
+  switch (kind) {
+    case EventKind::UserAnnotation:
+    case EventKind::GpuAnnotation:
+      return 0;
+    case EventKind::PythonFunction:
+      return 1;
+    case EventKind::CpuOp:
+    case EventKind::Collective:
+      return 2;
+    case EventKind::Runtime:
+    case EventKind::Driver:
+      return 3;
+    default:
+      return 4;
+  }
+}
+
+// Track ids in a canonical order (CPU threads, then GPU streams; by pid, then tid: numbers in order,
+// then names), not in the order of the file's first event on each: the same trace written in another
+// event order gets the same ids, so every tie broken by track id (the thread that carries the steps,
+// the busiest launching thread) falls the same way.
+void order_tracks(Timeline& timeline) {
+  std::vector<Track>& tracks = timeline.tracks;
+  const auto count = static_cast<uint32_t>(tracks.size());
+  std::vector<uint32_t> order(count);
+  for (uint32_t t = 0; t < count; ++t) order[t] = t;
+  auto id_before = [&timeline](int64_t number_a, StringId text_a, int64_t number_b, StringId text_b) -> int {
+    if ((number_a >= 0) != (number_b >= 0)) return number_a >= 0 ? -1 : 1;
+    if (number_a >= 0) return number_a < number_b ? -1 : (number_a > number_b ? 1 : 0);
+    const int text = timeline.strings.view(text_a).compare(timeline.strings.view(text_b));
+    return text < 0 ? -1 : (text > 0 ? 1 : 0);
+  };
+  auto before = [&](uint32_t a, uint32_t b) {
+    const Track& x = tracks[a];
+    const Track& y = tracks[b];
+    if (x.kind != y.kind) return x.kind == TrackKind::Cpu;
+    if (const int pid = id_before(x.pid, x.pid_text, y.pid, y.pid_text); pid != 0) return pid < 0;
+    if (const int tid = id_before(x.tid, x.tid_text, y.tid, y.tid_text); tid != 0) return tid < 0;
+    return a < b;
+  };
+  if (std::is_sorted(order.begin(), order.end(), before)) return;
+  std::sort(order.begin(), order.end(), before);
+  std::vector<uint32_t> new_id(count);
+  std::vector<Track> sorted;
+  sorted.reserve(count);
+  for (uint32_t t = 0; t < count; ++t) {
+    new_id[order[t]] = t;
+    sorted.push_back(tracks[order[t]]);
+  }
+  tracks = std::move(sorted);
+  for (uint32_t& track : timeline.events.track) {
+    if (track < count) track = new_id[track];
+  }
+}
+
 // Each track's events in (ts asc, dur desc, index) order. GPU streams come in that order already and are
 // only checked; CPU threads do not (Kineto writes an op after the ops inside it).
 void sort_tracks(Timeline& timeline) {
@@ -27,9 +84,17 @@ void sort_tracks(Timeline& timeline) {
     const uint32_t track = events.track[i];
     if (track < tracks) timeline.track_events[track].push_back(i);
   }
+  // Ties (same start and length: common with integer-µs timestamps) are broken by what the events are,
+  // not by where the file wrote them: an annotation encloses the ops it spans, a Python frame the op it
+  // calls, an op the runtime calls it makes; two ops by their External id (given out as ops start, so the
+  // enclosing op has the smaller one).
   auto before = [&events](EventIndex a, EventIndex b) {
     if (events.ts_ns[a] != events.ts_ns[b]) return events.ts_ns[a] < events.ts_ns[b];
     if (events.dur_ns[a] != events.dur_ns[b]) return events.dur_ns[a] > events.dur_ns[b];
+    const int rank_a = nesting_rank(events.kind[a]), rank_b = nesting_rank(events.kind[b]);
+    if (rank_a != rank_b) return rank_a < rank_b;
+    const int64_t id_a = events.external_id[a], id_b = events.external_id[b];
+    if (id_a >= 0 && id_b >= 0 && id_a != id_b) return id_a < id_b;
     return a < b;
   };
   for (auto& list : timeline.track_events) {
@@ -147,6 +212,7 @@ void link_timeline(Timeline& timeline) {
   Events& events = timeline.events;
   events.parent.assign(events.size(), kNone);
   events.launch.assign(events.size(), kNone);
+  order_tracks(timeline);
   sort_tracks(timeline);
   for (size_t t = 0; t < timeline.tracks.size(); ++t) {
     if (timeline.tracks[t].kind == TrackKind::Cpu) link_parents(timeline, timeline.track_events[t]);
