@@ -163,7 +163,9 @@ Finding Evaluator::make_finding(const RuleInfo& info, const CompiledRule& rule, 
   size_t keep = std::min<size_t>(3, longest.size());
   std::partial_sort(longest.begin(), longest.begin() + static_cast<std::ptrdiff_t>(keep), longest.end(),
                     [&](EventIndex x, EventIndex y) {
-                      return ev_.dur_ns[x] != ev_.dur_ns[y] ? ev_.dur_ns[x] > ev_.dur_ns[y] : x < y;
+                      // Equal lengths: the earliest (the group is in time order), not the first in the file.
+                      if (ev_.dur_ns[x] != ev_.dur_ns[y]) return ev_.dur_ns[x] > ev_.dur_ns[y];
+                      return ev_.ts_ns[x] != ev_.ts_ns[y] ? ev_.ts_ns[x] < ev_.ts_ns[y] : x < y;
                     });
   for (size_t k = 0; k < keep; ++k) {
     EventIndex e = longest[k];

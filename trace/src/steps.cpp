@@ -110,7 +110,8 @@ bool infer_steps(const Timeline& timeline, Analysis& analysis) {
   const size_t count = sequence.size();
   if (count < 2) return false;
   std::sort(sequence.begin(), sequence.end(), [&events](EventIndex a, EventIndex b) {
-    return events.ts_ns[a] != events.ts_ns[b] ? events.ts_ns[a] < events.ts_ns[b] : a < b;
+    if (events.ts_ns[a] != events.ts_ns[b]) return events.ts_ns[a] < events.ts_ns[b];
+    return events.track[a] != events.track[b] ? events.track[a] < events.track[b] : a < b;
   });
 
   // Occurrences per name, and prefix sums of per-name hashes for O(1) window multiset comparison.
@@ -146,9 +147,10 @@ bool infer_steps(const Timeline& timeline, Analysis& analysis) {
       candidates.push_back({occurrences[name], gap[name], name});
     }
   }
-  std::sort(candidates.begin(), candidates.end(), [](const Candidate& a, const Candidate& b) {
+  // Equal periods: by the name's text, not its id (ids follow the file's event order).
+  std::sort(candidates.begin(), candidates.end(), [&timeline](const Candidate& a, const Candidate& b) {
     if (a.period != b.period) return a.period > b.period;
-    return a.name < b.name;
+    return timeline.strings.view(a.name) < timeline.strings.view(b.name);
   });
 
   size_t chosen_period = 0, chosen_offset = 0, chosen_windows = 0;
