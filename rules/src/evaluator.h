@@ -80,6 +80,7 @@ class Evaluator {
 
   // ---- metrics and conditions (evaluate_metrics.cpp) --------------------------------------------
 
+  int64_t covered_ns(const std::vector<EventIndex>& events) const;
   const std::vector<EventIndex>& events_of(const Metric& metric) const {
     return metric.site_scoped ? groups_[group_].events : selected_[metric.selection];
   }

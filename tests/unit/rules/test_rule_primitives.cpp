@@ -114,6 +114,23 @@ TEST_CASE("selection by kind and name: globs, RE2 regexes, exclusions") {
   CHECK(run(f.analysis, "select: {k: {kind: runtime, name: \"nothing*\"}}\n").empty());
 }
 
+TEST_CASE("time_ms counts nested events of a selection once and adds up disjoint ones") {
+  Fixture f;
+  // aten::_local_scalar_dense (80 µs) runs inside aten::item (100 µs) in step 0: the thread spent 100 µs.
+  auto findings = run(f.analysis, "select: {k: {kind: cpu_op, name: [aten::item, aten::_local_scalar_dense]}}\n");
+  REQUIRE(findings.size() == 1);
+  CHECK(findings[0].count_per_step == 1);
+  CHECK(findings[0].time_ms_per_step == doctest::Approx(0.05));  // 100 µs over 2 steps, not 180 µs
+  // Disjoint ops on one thread: their sum, (60 + 20) µs in each of the 2 steps.
+  findings = run(f.analysis, "select: {k: {kind: cpu_op, name: [aten::mm, aten::add]}}\n");
+  REQUIRE(findings.size() == 1);
+  CHECK(findings[0].time_ms_per_step == doctest::Approx(0.08));
+  // GPU events of two kinds that do not overlap: their sum, (2 + 100 + 2 + 50) µs over 2 steps.
+  findings = run(f.analysis, "select: {k: {kind: [kernel, memcpy], name: [\"*gemm*\", \"Memcpy HtoD*\"]}}\n");
+  REQUIRE(findings.size() == 1);
+  CHECK(findings[0].time_ms_per_step == doctest::Approx(0.077));
+}
+
 TEST_CASE("selection by kernel family (data/kernel_families.yaml)") {
   Fixture f;
   // ampere_fp16_s16816gemm_fp16_128x128 runs on Tensor Cores; elementwise_kernel is elementwise.
