@@ -1,6 +1,8 @@
 // Findings: the site, evidence, saving (within the step claims), noise floor, fixes and messages of one
 // group, and the ledger gaps it claims.
 #include <algorithm>
+#include <map>
+#include <unordered_set>
 #include <cctype>
 #include <cmath>
 #include <cstdio>
@@ -81,6 +83,33 @@ std::string Evaluator::idle_breakdown(size_t top) {
   return "none";
 }
 
+EventIndex Evaluator::top_idle_culprit(const CompiledRule& rule, const Group& group) {
+  for (size_t m = 0; m < rule.metrics.size(); ++m) {
+    if (rule.metrics[m].kind != MetricKind::Idle || rule.metrics[m].culprits != Metric::Culprits::Site) continue;
+    // Among the group's own events (a culprit outside it, say the CPU op behind a copy, would describe
+    // another site); by name, as the message counts them; ties by name; of the top name, its earliest event.
+    const std::unordered_set<EventIndex> members(group.events.begin(), group.events.end());
+    std::map<std::string_view, std::pair<int64_t, EventIndex>> by_name;
+    for (uint32_t k : gaps_for(m)) {
+      const EventIndex culprit = a_.idle[k].culprit;
+      if (culprit == kNone || !members.contains(culprit)) continue;
+      auto& [ns, first] = by_name.try_emplace(tl_.name(culprit), 0, culprit).first->second;
+      ns += a_.idle[k].duration_ns();
+      if (ev_.ts_ns[culprit] < ev_.ts_ns[first]) first = culprit;
+    }
+    EventIndex top = kNone;
+    int64_t most = 0;
+    for (const auto& [name, entry] : by_name) {
+      if (entry.first > most) {
+        most = entry.first;
+        top = entry.second;
+      }
+    }
+    return top;
+  }
+  return kNone;
+}
+
 std::string Evaluator::idle_culprits(size_t top) {
   for (size_t m = 0; m < rule_->metrics.size(); ++m) {
     if (rule_->metrics[m].kind != MetricKind::Idle) continue;
@@ -139,8 +168,11 @@ Finding Evaluator::make_finding(const RuleInfo& info, const CompiledRule& rule, 
   finding.trace_path = tl_.path;
   finding.trace_rank = tl_.rank;
 
-  // Grouped rules describe the site of their events; whole-trace rules have no single site.
-  const EventIndex representative = group.events.front();
+  // Grouped rules describe the site of their events; whole-trace rules have no single site. The group's
+  // first event in time stands for it, unless the rule charges idle time to culprits at the site: then the
+  // culprit charged the most (the op the message names first), so the location points where the time went.
+  EventIndex representative = group.events.front();
+  if (const EventIndex culprit = top_idle_culprit(rule, group); culprit != kNone) representative = culprit;
   if (!rule.group_by.empty()) {
     EventIndex op = op_of(representative);
     if (op != kNone) finding.site.op = std::string(tl_.name(op));

@@ -104,6 +104,8 @@ class Evaluator {
 
   // The gaps a metric counts for the current group.
   const std::vector<uint32_t>& gaps_for(size_t metric_index);
+  // The group's event that the rule's site-scoped idle metric charges the most, or kNone.
+  EventIndex top_idle_culprit(const CompiledRule& rule, const Group& group);
 
   // ---- findings (evaluate_findings.cpp) ---------------------------------------------------------
 

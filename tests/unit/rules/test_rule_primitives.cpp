@@ -285,6 +285,28 @@ TEST_CASE("conditions and thresholds, with overrides") {
                         "n: {count: none}}\nwhen: \"r >= 0\"\n").empty());
 }
 
+TEST_CASE("a site charged idle time is located at the culprit charged the most, not at its first event") {
+  Fixture f;
+  const EventIndex item = find_event(f.timeline, "aten::item");
+  const EventIndex add = find_event(f.timeline, "aten::add", 1);
+  // A hand-made ledger: 200 µs of cpu-work charged to aten::item in step 0, 100 µs to aten::add in step 1.
+  f.analysis.idle = {
+      IdleGap{0, 0, 400000, 600000, IdleCause::CpuWork, item},
+      IdleGap{0, 1, 1500000, 1600000, IdleCause::CpuWork, add},
+  };
+  // One group (no Python stacks: every event's source is empty); its first event in time is aten::add.
+  const std::string body =
+      "select: {work: {kind: cpu_op, name: [aten::item, aten::add]}}\ngroup: {by: [source]}\n"
+      "metrics: {idle_ms: {idle: {causes: [cpu-work], culprits: site}}}\n"
+      "saving: {ms_per_step: idle_ms, method: idle}\nmessage: \"{idle_culprits}\"\n";
+  auto findings = run(f.analysis, body);
+  REQUIRE(findings.size() == 1);
+  CHECK(findings[0].saving_ms_per_step == doctest::Approx(0.150));  // 300 µs over 2 steps
+  CHECK(findings[0].message == "aten::item 0.10 ms/step, aten::add 0.05 ms/step");
+  CHECK(findings[0].site.op == "aten::item");
+  CHECK(findings[0].site.detail == "aten::item");
+}
+
 TEST_CASE("idle time from the ledger: culprits, refill, stretches, claims") {
   Fixture f;
   const EventIndex scalar = find_event(f.timeline, "aten::_local_scalar_dense");
