@@ -305,6 +305,12 @@ TEST_CASE("a site charged idle time is located at the culprit charged the most, 
   CHECK(findings[0].message == "aten::item 0.10 ms/step, aten::add 0.05 ms/step");
   CHECK(findings[0].site.op == "aten::item");
   CHECK(findings[0].site.detail == "aten::item");
+  // Evidence: the events charged, the site's culprit first; not the group's longest, which would add
+  // step 0's aten::add, charged nothing.
+  REQUIRE(findings[0].evidence.size() == 2);
+  CHECK(findings[0].evidence[0].event == "aten::item");
+  CHECK(findings[0].evidence[1].event == "aten::add");
+  CHECK(findings[0].evidence[1].step == 1);
 }
 
 TEST_CASE("idle time from the ledger: culprits, refill, stretches, claims") {
