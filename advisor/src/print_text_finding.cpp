@@ -42,8 +42,10 @@ std::vector<std::string> chain_candidates(const std::vector<std::string>& chain)
 // file).
 std::vector<std::string> location_candidates(const Finding& f) {
   // A job finding's site is the ranks it concerns ("rank 2", "all 4 ranks"), for one collective type or
-  // for the job as a whole.
-  if (!f.ranks.empty() && f.site.op_chain.empty() && !f.site.source && !f.site.detail.empty()) {
+  // for the job as a whole. Job rules judge ranks, not events: they carry no evidence, which tells them
+  // from a per-rank finding folded because every rank has it (its site is an event's, say an annotation).
+  if (!f.ranks.empty() && f.evidence.empty() && f.site.op_chain.empty() && !f.site.source &&
+      !f.site.detail.empty()) {
     const std::string ranks = visible(f.site.detail);
     if (f.site.op.empty() || f.site.op == "job" || f.site.op == "rank") return {ranks};
     return {visible(f.site.op) + " on " + ranks, ranks};

@@ -1,6 +1,9 @@
 // Findings: the site, evidence, saving (within the step claims), noise floor, fixes and messages of one
 // group, and the ledger gaps it claims.
 #include <algorithm>
+#include <map>
+#include <unordered_map>
+#include <unordered_set>
 #include <cctype>
 #include <cmath>
 #include <cstdio>
@@ -81,6 +84,63 @@ std::string Evaluator::idle_breakdown(size_t top) {
   return "none";
 }
 
+EventIndex Evaluator::top_idle_culprit(const CompiledRule& rule, const Group& group) {
+  for (size_t m = 0; m < rule.metrics.size(); ++m) {
+    if (rule.metrics[m].kind != MetricKind::Idle || rule.metrics[m].culprits != Metric::Culprits::Site) continue;
+    // Among the group's own events (a culprit outside it, say the CPU op behind a copy, would describe
+    // another site); by name, as the message counts them; ties by name; of the top name, its earliest event.
+    const std::unordered_set<EventIndex> members(group.events.begin(), group.events.end());
+    std::map<std::string_view, std::pair<int64_t, EventIndex>> by_name;
+    for (uint32_t k : gaps_for(m)) {
+      const EventIndex culprit = a_.idle[k].culprit;
+      if (culprit == kNone || !members.contains(culprit)) continue;
+      auto& [ns, first] = by_name.try_emplace(tl_.name(culprit), 0, culprit).first->second;
+      ns += a_.idle[k].duration_ns();
+      if (ev_.ts_ns[culprit] < ev_.ts_ns[first]) first = culprit;
+    }
+    EventIndex top = kNone;
+    int64_t most = 0;
+    for (const auto& [name, entry] : by_name) {
+      if (entry.first > most) {
+        most = entry.first;
+        top = entry.second;
+      }
+    }
+    return top;
+  }
+  return kNone;
+}
+
+std::vector<EventIndex> Evaluator::most_charged_culprits(const CompiledRule& rule, const Group& group, size_t top) {
+  for (size_t m = 0; m < rule.metrics.size(); ++m) {
+    if (rule.metrics[m].kind != MetricKind::Idle || rule.metrics[m].culprits != Metric::Culprits::Site) continue;
+    const std::unordered_set<EventIndex> members(group.events.begin(), group.events.end());
+    std::unordered_map<EventIndex, int64_t> charged;
+    for (uint32_t k : gaps_for(m)) {
+      const EventIndex culprit = a_.idle[k].culprit;
+      if (culprit != kNone && members.contains(culprit)) charged[culprit] += a_.idle[k].duration_ns();
+    }
+    std::vector<std::pair<int64_t, EventIndex>> order;
+    for (const auto& [event, ns] : charged) order.emplace_back(ns, event);
+    // The site's own culprit (the name charged the most, the one the location shows) first, then the
+    // others; each most charged first, equal charges by time, then by track.
+    const EventIndex site = top_idle_culprit(rule, group);
+    const StringId site_name = site != kNone ? ev_.name[site] : StringId{0};
+    std::sort(order.begin(), order.end(), [this, site, site_name](const auto& x, const auto& y) {
+      const bool x_site = site != kNone && ev_.name[x.second] == site_name;
+      const bool y_site = site != kNone && ev_.name[y.second] == site_name;
+      if (x_site != y_site) return x_site;
+      if (x.first != y.first) return x.first > y.first;
+      if (ev_.ts_ns[x.second] != ev_.ts_ns[y.second]) return ev_.ts_ns[x.second] < ev_.ts_ns[y.second];
+      return ev_.track[x.second] != ev_.track[y.second] ? ev_.track[x.second] < ev_.track[y.second] : x.second < y.second;
+    });
+    std::vector<EventIndex> out;
+    for (size_t n = 0; n < order.size() && n < top; ++n) out.push_back(order[n].second);
+    return out;
+  }
+  return {};
+}
+
 std::string Evaluator::idle_culprits(size_t top) {
   for (size_t m = 0; m < rule_->metrics.size(); ++m) {
     if (rule_->metrics[m].kind != MetricKind::Idle) continue;
@@ -139,8 +199,11 @@ Finding Evaluator::make_finding(const RuleInfo& info, const CompiledRule& rule, 
   finding.trace_path = tl_.path;
   finding.trace_rank = tl_.rank;
 
-  // Grouped rules describe the site of their events; whole-trace rules have no single site.
-  const EventIndex representative = group.events.front();
+  // Grouped rules describe the site of their events; whole-trace rules have no single site. The group's
+  // first event in time stands for it, unless the rule charges idle time to culprits at the site: then the
+  // culprit charged the most (the op the message names first), so the location points where the time went.
+  EventIndex representative = group.events.front();
+  if (const EventIndex culprit = top_idle_culprit(rule, group); culprit != kNone) representative = culprit;
   if (!rule.group_by.empty()) {
     EventIndex op = op_of(representative);
     if (op != kNone) finding.site.op = std::string(tl_.name(op));
@@ -158,15 +221,22 @@ Finding Evaluator::make_finding(const RuleInfo& info, const CompiledRule& rule, 
     if (auto bytes = tl_.arg_double(representative, "bytes")) finding.site.detail += ", " + format_bytes(*bytes);
   }
 
-  // Evidence: the longest occurrences, so they are easy to spot in a viewer.
-  std::vector<EventIndex> longest = group.events;
-  size_t keep = std::min<size_t>(3, longest.size());
-  std::partial_sort(longest.begin(), longest.begin() + static_cast<std::ptrdiff_t>(keep), longest.end(),
-                    [&](EventIndex x, EventIndex y) {
-                      // Equal lengths: the earliest (the group is in time order), not the first in the file.
-                      if (ev_.dur_ns[x] != ev_.dur_ns[y]) return ev_.dur_ns[x] > ev_.dur_ns[y];
-                      return ev_.ts_ns[x] != ev_.ts_ns[y] ? ev_.ts_ns[x] < ev_.ts_ns[y] : x < y;
-                    });
+  // Evidence: the longest occurrences, so they are easy to spot in a viewer; for a rule that charges idle
+  // time to culprits at the site, the events charged the most (a long annotation around the whole
+  // forward pass is long, but the GPU did not wait for it).
+  std::vector<EventIndex> longest = most_charged_culprits(rule, group, 3);
+  if (longest.empty()) {
+    longest = group.events;
+    const size_t top = std::min<size_t>(3, longest.size());
+    std::partial_sort(longest.begin(), longest.begin() + static_cast<std::ptrdiff_t>(top), longest.end(),
+                      [&](EventIndex x, EventIndex y) {
+                        // Equal lengths: the earliest (the group is in time order), not the first in the file.
+                        if (ev_.dur_ns[x] != ev_.dur_ns[y]) return ev_.dur_ns[x] > ev_.dur_ns[y];
+                        return ev_.ts_ns[x] != ev_.ts_ns[y] ? ev_.ts_ns[x] < ev_.ts_ns[y] : x < y;
+                      });
+    longest.resize(top);
+  }
+  const size_t keep = longest.size();
   for (size_t k = 0; k < keep; ++k) {
     EventIndex e = longest[k];
     Evidence evidence;

@@ -72,6 +72,46 @@ double Evaluator::gpu_busy_pct() const {
   return total / static_cast<double>(a_.busy.size()) * 100.0;
 }
 
+// The time the events cover on their tracks: events nested in or overlapping others of the same selection on
+// the same thread or stream (an op that calls itself, an annotation inside another) count once; tracks add
+// up (two streams busy at once are twice the GPU time).
+int64_t Evaluator::covered_ns(const std::vector<EventIndex>& events) const {
+  // Usually each track's events come in time order without overlap: a plain sum, checked as it goes.
+  std::vector<int64_t> last_end(tl_.tracks.size(), std::numeric_limits<int64_t>::min());
+  int64_t total = 0;
+  bool disjoint = true;
+  for (EventIndex e : events) {
+    const uint32_t track = ev_.track[e];
+    if (track >= last_end.size() || ev_.ts_ns[e] < last_end[track]) {
+      disjoint = false;
+      break;
+    }
+    last_end[track] = ev_.end_ns(e);
+    total += ev_.dur_ns[e];
+  }
+  if (disjoint) return total;
+  std::vector<EventIndex> order = events;
+  std::sort(order.begin(), order.end(), [this](EventIndex a, EventIndex b) {
+    if (ev_.track[a] != ev_.track[b]) return ev_.track[a] < ev_.track[b];
+    return ev_.ts_ns[a] < ev_.ts_ns[b];
+  });
+  total = 0;
+  uint32_t track = 0;
+  int64_t start = 0, end = std::numeric_limits<int64_t>::min();
+  for (EventIndex e : order) {
+    if (ev_.track[e] != track || ev_.ts_ns[e] > end) {
+      if (end > start) total += end - start;
+      track = ev_.track[e];
+      start = ev_.ts_ns[e];
+      end = ev_.end_ns(e);
+    } else {
+      end = std::max(end, ev_.end_ns(e));
+    }
+  }
+  if (end > start) total += end - start;
+  return total;
+}
+
 double Evaluator::compute(size_t metric_index) {
   const Metric& metric = rule_->metrics[metric_index];
   const double steps = static_cast<double>(steps_);
@@ -79,9 +119,7 @@ double Evaluator::compute(size_t metric_index) {
     case MetricKind::Count: return static_cast<double>(events_of(metric).size()) / steps;
     case MetricKind::Time:
     case MetricKind::ShareOfStep: {
-      double total = 0;
-      for (EventIndex e : events_of(metric)) total += static_cast<double>(ev_.dur_ns[e]);
-      double ms = total / steps / 1e6;
+      double ms = static_cast<double>(covered_ns(events_of(metric))) / steps / 1e6;
       if (metric.kind == MetricKind::Time) return ms;
       return step_period_ms_ > 0 ? ms / step_period_ms_ * 100.0 : 0.0;
     }

@@ -80,6 +80,7 @@ class Evaluator {
 
   // ---- metrics and conditions (evaluate_metrics.cpp) --------------------------------------------
 
+  int64_t covered_ns(const std::vector<EventIndex>& events) const;
   const std::vector<EventIndex>& events_of(const Metric& metric) const {
     return metric.site_scoped ? groups_[group_].events : selected_[metric.selection];
   }
@@ -103,6 +104,11 @@ class Evaluator {
 
   // The gaps a metric counts for the current group.
   const std::vector<uint32_t>& gaps_for(size_t metric_index);
+  // The group's event that the rule's site-scoped idle metric charges the most, or kNone.
+  EventIndex top_idle_culprit(const CompiledRule& rule, const Group& group);
+  // Up to `top` of the group's events that the rule's site-scoped idle metric charges the most, most first;
+  // empty when the rule has no such metric or charges none of them.
+  std::vector<EventIndex> most_charged_culprits(const CompiledRule& rule, const Group& group, size_t top);
 
   // ---- findings (evaluate_findings.cpp) ---------------------------------------------------------
 

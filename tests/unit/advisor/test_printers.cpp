@@ -72,6 +72,30 @@ TEST_CASE("text report: a line that would wrap gets the shorter text, never a cu
                        "\n") != std::string::npos);
 }
 
+TEST_CASE("text report: a job finding is located at its ranks, a folded per-rank finding at its event") {
+  Report report = testing::sample_report();
+  report.traces[0].findings.resize(2);
+  report.traces[0].new_finding.resize(2);
+  // A job rule's finding: its site is the ranks, with no evidence of its own.
+  Finding& job = report.traces[0].findings[0];
+  job.site = Site{};
+  job.site.op = "all_reduce";
+  job.site.detail = "rank 3";
+  job.ranks = {3};
+  job.evidence.clear();
+  // A per-rank finding every rank had, folded: its site is an annotation (no CPU op chain).
+  Finding& folded = report.traces[0].findings[1];
+  folded.site = Site{};
+  folded.site.op = "## preprocess ##";
+  folded.site.detail = "## preprocess ##";
+  folded.ranks = {0, 1};
+  REQUIRE(!folded.evidence.empty());
+  const std::string text = printed(report, OutputFormat::Text);
+  CHECK(text.find("  --> all_reduce on rank 3\n") != std::string::npos);
+  CHECK(text.find("  --> ## preprocess ##\n") != std::string::npos);
+  CHECK(text.find("## preprocess ## on ## preprocess ##") == std::string::npos);
+}
+
 TEST_CASE("text report: --verbose keeps every evidence item; --concise is one line per finding") {
   Report report = testing::sample_report();
   report.traces[0].findings.resize(2);

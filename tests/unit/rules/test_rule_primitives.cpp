@@ -114,6 +114,23 @@ TEST_CASE("selection by kind and name: globs, RE2 regexes, exclusions") {
   CHECK(run(f.analysis, "select: {k: {kind: runtime, name: \"nothing*\"}}\n").empty());
 }
 
+TEST_CASE("time_ms counts nested events of a selection once and adds up disjoint ones") {
+  Fixture f;
+  // aten::_local_scalar_dense (80 µs) runs inside aten::item (100 µs) in step 0: the thread spent 100 µs.
+  auto findings = run(f.analysis, "select: {k: {kind: cpu_op, name: [aten::item, aten::_local_scalar_dense]}}\n");
+  REQUIRE(findings.size() == 1);
+  CHECK(findings[0].count_per_step == 1);
+  CHECK(findings[0].time_ms_per_step == doctest::Approx(0.05));  // 100 µs over 2 steps, not 180 µs
+  // Disjoint ops on one thread: their sum, (60 + 20) µs in each of the 2 steps.
+  findings = run(f.analysis, "select: {k: {kind: cpu_op, name: [aten::mm, aten::add]}}\n");
+  REQUIRE(findings.size() == 1);
+  CHECK(findings[0].time_ms_per_step == doctest::Approx(0.08));
+  // GPU events of two kinds that do not overlap: their sum, (2 + 100 + 2 + 50) µs over 2 steps.
+  findings = run(f.analysis, "select: {k: {kind: [kernel, memcpy], name: [\"*gemm*\", \"Memcpy HtoD*\"]}}\n");
+  REQUIRE(findings.size() == 1);
+  CHECK(findings[0].time_ms_per_step == doctest::Approx(0.077));
+}
+
 TEST_CASE("selection by kernel family (data/kernel_families.yaml)") {
   Fixture f;
   // ampere_fp16_s16816gemm_fp16_128x128 runs on Tensor Cores; elementwise_kernel is elementwise.
@@ -266,6 +283,34 @@ TEST_CASE("conditions and thresholds, with overrides") {
   // an undefined ratio never passes a comparison
   CHECK(run(f.analysis, "select: {k: {kind: kernel}, none: {kind: sync}}\nmetrics: {r: {ratio: [count, n]}, "
                         "n: {count: none}}\nwhen: \"r >= 0\"\n").empty());
+}
+
+TEST_CASE("a site charged idle time is located at the culprit charged the most, not at its first event") {
+  Fixture f;
+  const EventIndex item = find_event(f.timeline, "aten::item");
+  const EventIndex add = find_event(f.timeline, "aten::add", 1);
+  // A hand-made ledger: 200 µs of cpu-work charged to aten::item in step 0, 100 µs to aten::add in step 1.
+  f.analysis.idle = {
+      IdleGap{0, 0, 400000, 600000, IdleCause::CpuWork, item},
+      IdleGap{0, 1, 1500000, 1600000, IdleCause::CpuWork, add},
+  };
+  // One group (no Python stacks: every event's source is empty); its first event in time is aten::add.
+  const std::string body =
+      "select: {work: {kind: cpu_op, name: [aten::item, aten::add]}}\ngroup: {by: [source]}\n"
+      "metrics: {idle_ms: {idle: {causes: [cpu-work], culprits: site}}}\n"
+      "saving: {ms_per_step: idle_ms, method: idle}\nmessage: \"{idle_culprits}\"\n";
+  auto findings = run(f.analysis, body);
+  REQUIRE(findings.size() == 1);
+  CHECK(findings[0].saving_ms_per_step == doctest::Approx(0.150));  // 300 µs over 2 steps
+  CHECK(findings[0].message == "aten::item 0.10 ms/step, aten::add 0.05 ms/step");
+  CHECK(findings[0].site.op == "aten::item");
+  CHECK(findings[0].site.detail == "aten::item");
+  // Evidence: the events charged, the site's culprit first; not the group's longest, which would add
+  // step 0's aten::add, charged nothing.
+  REQUIRE(findings[0].evidence.size() == 2);
+  CHECK(findings[0].evidence[0].event == "aten::item");
+  CHECK(findings[0].evidence[1].event == "aten::add");
+  CHECK(findings[0].evidence[1].step == 1);
 }
 
 TEST_CASE("idle time from the ledger: culprits, refill, stretches, claims") {
