@@ -24,7 +24,7 @@ namespace ptadvise::detail {
 #ifdef PTADVISE_LOADER_SMALL_WINDOWS
 inline constexpr size_t kWindowBytes = 2048;  // fuzzing builds: window boundaries fall inside small inputs
 #else
-inline constexpr size_t kWindowBytes = size_t{4} << 20;
+inline constexpr size_t kWindowBytes = size_t{2} << 20;
 #endif
 
 // Where the window starting at `start` ends: before an event that begins a line (after "},"), else after
