@@ -120,11 +120,13 @@ void read_window_text(ondemand::parser& parser, ChunkParser& events, const char*
   if (doc.get_array().get(array) == simdjson::SUCCESS) {
     out.closed = true;
     for (auto element_result : array) {
-      ondemand::value element;
-      if (element_result.get(element)) {
+      if (element_result.error()) {
         out.closed = false;
         break;
       }
+      // A reference, not a copy: GCC copies simdjson's small iterator structs, just written field by field,
+      // with one 16-byte load that cannot be forwarded from those stores (a stall per copy).
+      ondemand::value& element = element_result.value_unsafe();
       const auto element_in_text = static_cast<size_t>(element.raw_json_token().data() - text);
       const size_t element_start = in_file(element_in_text);
       ondemand::object object;

@@ -261,17 +261,14 @@ class LedgerBuilder {
 
   // Computed once per event from its parent's chain: walking the whole chain for every piece was quadratic
   // in the nesting depth (200k nested ops took minutes).
-  const Chain& chain_of(EventIndex innermost) const {
-    if (chains_.empty()) {
-      chains_.resize(events_.size());
-      chain_known_.assign(events_.size(), 0);
-    }
-    if (chain_known_[innermost]) return chains_[innermost];
+  Chain chain_of(EventIndex innermost) const {  // by value: a later call may grow chains_
+    if (chain_slot_.empty()) chain_slot_.assign(events_.size(), kNoChain);
+    if (chain_slot_[innermost] != kNoChain) return chains_[chain_slot_[innermost]];
     std::vector<EventIndex> path;  // innermost first, up to the first event already known
     Chain chain;
     for (EventIndex e = innermost; e != kNone; e = events_.parent[e]) {
-      if (chain_known_[e]) {
-        chain = chains_[e];
+      if (chain_slot_[e] != kNoChain) {
+        chain = chains_[chain_slot_[e]];
         break;
       }
       path.push_back(e);
@@ -303,15 +300,15 @@ class LedgerBuilder {
       } else if (kind == EventKind::PythonFunction) {
         chain.python = e;
       }
-      chains_[e] = chain;
-      chain_known_[e] = 1;
+      chain_slot_[e] = static_cast<uint32_t>(chains_.size());
+      chains_.push_back(chain);
     }
-    return chains_[innermost];
+    return chains_[chain_slot_[innermost]];
   }
 
   Classified classify(EventIndex innermost) const {
     if (innermost == kNone) return {PieceKind::Untraced, kNone, kNone};
-    const Chain& chain = chain_of(innermost);
+    const Chain chain = chain_of(innermost);
     const EventIndex sync = chain.sync, loader = chain.loader, launch = chain.launch, op = chain.op,
                      python = chain.python, note = chain.note, other_call = chain.other_call;
     if (sync != kNone) return {PieceKind::Sync, op != kNone ? op : sync, innermost, sync};
@@ -361,8 +358,11 @@ class LedgerBuilder {
   std::vector<uint8_t> in_capture_;             // per piece: inside a capture stretch
   std::vector<Piece> split_;
   std::vector<uint8_t> split_flags_;
-  mutable std::vector<Chain> chains_;  // per event, filled on first use
-  mutable std::vector<uint8_t> chain_known_;
+  // Filled on first use, for the events some gap's walk reaches only: a slot per event (4 bytes) rather
+  // than a Chain per event keeps the memory touched small on big traces.
+  static constexpr uint32_t kNoChain = std::numeric_limits<uint32_t>::max();
+  mutable std::vector<uint32_t> chain_slot_;
+  mutable std::vector<Chain> chains_;
   std::vector<Classified> classified_;
 };
 

@@ -87,12 +87,12 @@ ArgLookup find_arg(const Timeline& timeline, EventIndex i, std::string_view key)
   ondemand::object object;
   if (doc.get_object().get(object)) return result;
   for (auto field_result : object) {
-    ondemand::field field;
-    if (std::move(field_result).get(field)) return result;
+    if (field_result.error()) return result;
+    ondemand::field& field = field_result.value_unsafe();  // not copied: see read_window_text
     std::string_view field_key;
     if (field.unescaped_key().get(field_key)) return result;
     if (field_key != key) continue;
-    ondemand::value value = field.value();
+    ondemand::value& value = field.value();
     std::string_view token = value.raw_json_token();
     if (token.empty()) return result;
     if (token.front() == '"') {
