@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 #include <ostream>
 #include <string>
+#include <string_view>
 
 namespace ptadvise::jsondoc {
 
@@ -29,31 +30,43 @@ inline Json number(double value, int decimals) {
 // reader: DEL, the C1 controls (U+009B is a CSI), and the '#' of a `##[command]` (legacy GitHub, Azure,
 // TeamCity; recognised anywhere in a printed line).
 inline std::string dump(const Json& document, int indent = 2) {
-  const std::string raw = document.dump(indent, ' ', false, Json::error_handler_t::replace);
+  std::string raw = document.dump(indent, ' ', false, Json::error_handler_t::replace);
+  // All of these occur only inside strings; C0 controls are \u escapes already. Most documents hold
+  // none, and the bytes between them are copied as runs, not one by one.
+  constexpr std::string_view kSpecial("\x7f\xc2#", 3);
+  size_t i = raw.find_first_of(kSpecial);
+  if (i == std::string::npos) return raw;
   std::string text;
-  text.reserve(raw.size());
-  // All of these occur only inside strings; C0 controls are \u escapes already.
-  for (size_t i = 0; i < raw.size(); ++i) {
+  text.reserve(raw.size() + 16);
+  size_t copied = 0;  // raw[copied, i) is still to be copied as it is
+  while (i != std::string::npos) {
     const auto u = static_cast<unsigned char>(raw[i]);
     const auto next = i + 1 < raw.size() ? static_cast<unsigned char>(raw[i + 1]) : 0;
     if (u == 0x7F) {
+      text.append(raw, copied, i - copied);
       text += "\\u007f";
+      copied = ++i;
     } else if (u == 0xC2 && next >= 0x80 && next <= 0x9F) {
+      text.append(raw, copied, i - copied);
       text += next < 0x90 ? "\\u008" : "\\u009";
       text += "0123456789abcdef"[next & 0x0F];
-      ++i;
+      copied = i += 2;
     } else if (u == '#' && next == '#') {
       size_t k = i + 2;
       while (k < raw.size() && ((raw[k] >= 'a' && raw[k] <= 'z') || (raw[k] >= 'A' && raw[k] <= 'Z'))) ++k;
-      text += '#';
-      if (k < raw.size() && raw[k] == '[') {
+      if (k < raw.size() && raw[k] == '[') {  // "##cmd[": the first '#' stays, the second is escaped
+        text.append(raw, copied, i + 1 - copied);
         text += "\\u0023";
-        ++i;
+        copied = i += 2;
+      } else {
+        ++i;  // the second '#' may begin a "##cmd[" of its own
       }
     } else {
-      text += static_cast<char>(u);
+      ++i;
     }
+    i = raw.find_first_of(kSpecial, i);
   }
+  text.append(raw, copied, std::string::npos);
   return text;
 }
 

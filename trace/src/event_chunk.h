@@ -122,12 +122,16 @@ class ChunkParser {
   EventChunk chunk_;
   // Direct-mapped caches in front of the pools: names and keys repeat, and a cheap hash of length and end
   // bytes plus one comparison is faster than hashing every byte of a long kernel name.
+  // A slot holds an entry of the current chunk only when its generation is the parser's: starting a new
+  // chunk is one increment, not a sweep of the table (fuzzing builds take a chunk per 2 KiB window).
   struct CachedString {
     const char* text = nullptr;
     size_t length = 0;
     uint32_t id = 0;
+    uint32_t generation = 0;
   };
   std::vector<CachedString> intern_cache_;
+  uint32_t cache_generation_ = 1;
   const char* origin_ = nullptr;
   size_t origin_offset_ = 0;
   const char* origin_end_ = nullptr;

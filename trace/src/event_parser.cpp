@@ -125,7 +125,10 @@ struct ChunkParser::EventFields {
 };
 
 void ChunkParser::clear_caches() {
-  std::fill(intern_cache_.begin(), intern_cache_.end(), CachedString{});
+  if (++cache_generation_ == 0) {  // wrapped: slots of an old generation could look current again
+    std::fill(intern_cache_.begin(), intern_cache_.end(), CachedString{});
+    cache_generation_ = 1;
+  }
   category_kind_.clear();
   cpu_tracks_.clear();
   gpu_tracks_.clear();
@@ -142,9 +145,9 @@ EventChunk ChunkParser::take() {
 
 StringId ChunkParser::intern(std::string_view text) {
   CachedString& slot = intern_cache_[cache_slot(text, intern_cache_.size())];
-  if (same_text(slot.text, slot.length, text)) return slot.id;
+  if (slot.generation == cache_generation_ && same_text(slot.text, slot.length, text)) return slot.id;
   const StringId id = chunk_.strings.intern(text);
-  slot = {chunk_.strings.view(id).data(), text.size(), id};
+  slot = {chunk_.strings.view(id).data(), text.size(), id, cache_generation_};
   return id;
 }
 
