@@ -224,21 +224,21 @@ Finding Evaluator::make_finding(const RuleInfo& info, const CompiledRule& rule, 
   // Evidence: the longest occurrences, so they are easy to spot in a viewer; for a rule that charges idle
   // time to culprits at the site, the events charged the most (a long annotation around the whole
   // forward pass is long, but the GPU did not wait for it).
-  std::vector<EventIndex> longest = most_charged_culprits(rule, group, 3);
-  if (longest.empty()) {
-    longest = group.events;
-    const size_t top = std::min<size_t>(3, longest.size());
-    std::partial_sort(longest.begin(), longest.begin() + static_cast<std::ptrdiff_t>(top), longest.end(),
+  std::vector<EventIndex> shown = most_charged_culprits(rule, group, 3);
+  if (shown.empty()) {
+    shown = group.events;
+    const size_t top = std::min<size_t>(3, shown.size());
+    std::partial_sort(shown.begin(), shown.begin() + static_cast<std::ptrdiff_t>(top), shown.end(),
                       [&](EventIndex x, EventIndex y) {
                         // Equal lengths: the earliest (the group is in time order), not the first in the file.
                         if (ev_.dur_ns[x] != ev_.dur_ns[y]) return ev_.dur_ns[x] > ev_.dur_ns[y];
                         return ev_.ts_ns[x] != ev_.ts_ns[y] ? ev_.ts_ns[x] < ev_.ts_ns[y] : x < y;
                       });
-    longest.resize(top);
+    shown.resize(top);
   }
-  const size_t keep = longest.size();
+  const size_t keep = shown.size();
   for (size_t k = 0; k < keep; ++k) {
-    EventIndex e = longest[k];
+    EventIndex e = shown[k];
     Evidence evidence;
     evidence.step = step(e);
     if (evidence.step < a_.steps.size()) evidence.step_number = a_.steps[evidence.step].number;
