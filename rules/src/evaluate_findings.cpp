@@ -84,61 +84,52 @@ std::string Evaluator::idle_breakdown(size_t top) {
   return "none";
 }
 
-EventIndex Evaluator::top_idle_culprit(const CompiledRule& rule, const Group& group) {
-  for (size_t m = 0; m < rule.metrics.size(); ++m) {
-    if (rule.metrics[m].kind != MetricKind::Idle || rule.metrics[m].culprits != Metric::Culprits::Site) continue;
-    // Among the group's own events (a culprit outside it, say the CPU op behind a copy, would describe
-    // another site); by name, as the message counts them; ties by name; of the top name, its earliest event.
-    const std::unordered_set<EventIndex> members(group.events.begin(), group.events.end());
-    std::map<std::string_view, std::pair<int64_t, EventIndex>> by_name;
-    for (uint32_t k : gaps_for(m)) {
-      const EventIndex culprit = a_.idle[k].culprit;
-      if (culprit == kNone || !members.contains(culprit)) continue;
-      auto& [ns, first] = by_name.try_emplace(tl_.name(culprit), 0, culprit).first->second;
-      ns += a_.idle[k].duration_ns();
-      if (ev_.ts_ns[culprit] < ev_.ts_ns[first]) first = culprit;
-    }
-    EventIndex top = kNone;
-    int64_t most = 0;
-    for (const auto& [name, entry] : by_name) {
-      if (entry.first > most) {
-        most = entry.first;
-        top = entry.second;
-      }
-    }
-    return top;
+Evaluator::ChargedCulprits Evaluator::site_culprits(const CompiledRule& rule, const Group& group, size_t top) {
+  ChargedCulprits out;
+  size_t m = 0;
+  while (m < rule.metrics.size() &&
+         (rule.metrics[m].kind != MetricKind::Idle || rule.metrics[m].culprits != Metric::Culprits::Site)) {
+    ++m;
   }
-  return kNone;
-}
-
-std::vector<EventIndex> Evaluator::most_charged_culprits(const CompiledRule& rule, const Group& group, size_t top) {
-  for (size_t m = 0; m < rule.metrics.size(); ++m) {
-    if (rule.metrics[m].kind != MetricKind::Idle || rule.metrics[m].culprits != Metric::Culprits::Site) continue;
-    const std::unordered_set<EventIndex> members(group.events.begin(), group.events.end());
-    std::unordered_map<EventIndex, int64_t> charged;
-    for (uint32_t k : gaps_for(m)) {
-      const EventIndex culprit = a_.idle[k].culprit;
-      if (culprit != kNone && members.contains(culprit)) charged[culprit] += a_.idle[k].duration_ns();
-    }
-    std::vector<std::pair<int64_t, EventIndex>> order;
-    for (const auto& [event, ns] : charged) order.emplace_back(ns, event);
-    // The site's own culprit (the name charged the most, the one the location shows) first, then the
-    // others; each most charged first, equal charges by time, then by track.
-    const EventIndex site = top_idle_culprit(rule, group);
-    const StringId site_name = site != kNone ? ev_.name[site] : StringId{0};
-    std::sort(order.begin(), order.end(), [this, site, site_name](const auto& x, const auto& y) {
-      const bool x_site = site != kNone && ev_.name[x.second] == site_name;
-      const bool y_site = site != kNone && ev_.name[y.second] == site_name;
-      if (x_site != y_site) return x_site;
-      if (x.first != y.first) return x.first > y.first;
-      if (ev_.ts_ns[x.second] != ev_.ts_ns[y.second]) return ev_.ts_ns[x.second] < ev_.ts_ns[y.second];
-      return ev_.track[x.second] != ev_.track[y.second] ? ev_.track[x.second] < ev_.track[y.second] : x.second < y.second;
-    });
-    std::vector<EventIndex> out;
-    for (size_t n = 0; n < order.size() && n < top; ++n) out.push_back(order[n].second);
-    return out;
+  if (m == rule.metrics.size()) return out;
+  // Among the group's own events (a culprit outside it, say the CPU op behind a copy, would describe
+  // another site): the idle time charged to each.
+  const std::unordered_set<EventIndex> members(group.events.begin(), group.events.end());
+  std::unordered_map<EventIndex, int64_t> charged;
+  for (uint32_t k : gaps_for(m)) {
+    const EventIndex culprit = a_.idle[k].culprit;
+    if (culprit != kNone && members.contains(culprit)) charged[culprit] += a_.idle[k].duration_ns();
   }
-  return {};
+  auto earlier = [this](EventIndex x, EventIndex y) {
+    if (ev_.ts_ns[x] != ev_.ts_ns[y]) return ev_.ts_ns[x] < ev_.ts_ns[y];
+    return ev_.track[x] != ev_.track[y] ? ev_.track[x] < ev_.track[y] : x < y;
+  };
+  // The site: the name charged the most, as the message counts them (ties by name); its earliest event.
+  std::map<std::string_view, std::pair<int64_t, EventIndex>> by_name;
+  for (const auto& [event, ns] : charged) {
+    auto& [total, first] = by_name.try_emplace(tl_.name(event), 0, event).first->second;
+    total += ns;
+    if (earlier(event, first)) first = event;
+  }
+  int64_t most = 0;
+  for (const auto& [name, entry] : by_name) {
+    if (entry.first > most) {
+      most = entry.first;
+      out.site = entry.second;
+    }
+  }
+  // To show: the site's own name first, then the others; each most charged first, equal charges by time.
+  std::vector<std::pair<int64_t, EventIndex>> order;
+  for (const auto& [event, ns] : charged) order.emplace_back(ns, event);
+  const StringId site_name = out.site != kNone ? ev_.name[out.site] : StringId{0};
+  auto is_site = [&](EventIndex e) { return out.site != kNone && ev_.name[e] == site_name; };
+  std::sort(order.begin(), order.end(), [&](const auto& x, const auto& y) {
+    if (is_site(x.second) != is_site(y.second)) return is_site(x.second);
+    if (x.first != y.first) return x.first > y.first;
+    return earlier(x.second, y.second);
+  });
+  for (size_t n = 0; n < order.size() && n < top; ++n) out.shown.push_back(order[n].second);
+  return out;
 }
 
 std::string Evaluator::idle_culprits(size_t top) {
@@ -202,8 +193,8 @@ Finding Evaluator::make_finding(const RuleInfo& info, const CompiledRule& rule, 
   // Grouped rules describe the site of their events; whole-trace rules have no single site. The group's
   // first event in time stands for it, unless the rule charges idle time to culprits at the site: then the
   // culprit charged the most (the op the message names first), so the location points where the time went.
-  EventIndex representative = group.events.front();
-  if (const EventIndex culprit = top_idle_culprit(rule, group); culprit != kNone) representative = culprit;
+  const ChargedCulprits culprits = site_culprits(rule, group, 3);
+  const EventIndex representative = culprits.site != kNone ? culprits.site : group.events.front();
   if (!rule.group_by.empty()) {
     EventIndex op = op_of(representative);
     if (op != kNone) finding.site.op = std::string(tl_.name(op));
@@ -224,7 +215,7 @@ Finding Evaluator::make_finding(const RuleInfo& info, const CompiledRule& rule, 
   // Evidence: the longest occurrences, so they are easy to spot in a viewer; for a rule that charges idle
   // time to culprits at the site, the events charged the most (a long annotation around the whole
   // forward pass is long, but the GPU did not wait for it).
-  std::vector<EventIndex> shown = most_charged_culprits(rule, group, 3);
+  std::vector<EventIndex> shown = culprits.shown;
   if (shown.empty()) {
     shown = group.events;
     const size_t top = std::min<size_t>(3, shown.size());

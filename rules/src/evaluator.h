@@ -104,11 +104,14 @@ class Evaluator {
 
   // The gaps a metric counts for the current group.
   const std::vector<uint32_t>& gaps_for(size_t metric_index);
-  // The group's event that the rule's site-scoped idle metric charges the most, or kNone.
-  EventIndex top_idle_culprit(const CompiledRule& rule, const Group& group);
-  // Up to `top` of the group's events that the rule's site-scoped idle metric charges the most, most first;
-  // empty when the rule has no such metric or charges none of them.
-  std::vector<EventIndex> most_charged_culprits(const CompiledRule& rule, const Group& group, size_t top);
+  // For a rule with a site-scoped idle metric, the group's events it charges idle time to: `site`, the
+  // earliest event of the name charged the most (kNone without such a metric or charge), and up to `top`
+  // events to show as evidence, the site's name first, then by charge.
+  struct ChargedCulprits {
+    EventIndex site = kNone;
+    std::vector<EventIndex> shown;
+  };
+  ChargedCulprits site_culprits(const CompiledRule& rule, const Group& group, size_t top);
 
   // ---- findings (evaluate_findings.cpp) ---------------------------------------------------------
 
