@@ -278,6 +278,33 @@ WindowResult WindowPool::take(size_t start, size_t limit) {
         lock.unlock();
         run(*own_, *task);
       } else {
+        // While a worker reads this window, read windows queued after it here (from a copy: the bytes
+        // around them may lie in windows being read), so that both cores parse instead of one waiting.
+        while (task->state != Task::State::Done) {
+          std::shared_ptr<Task> later;
+          for (auto& queued : ahead_) {
+            if (queued->state == Task::State::Queued) {
+              later = queued;
+              break;
+            }
+          }
+          if (!later) {
+            changed_.wait(lock, [&] { return task->state == Task::State::Done; });
+            break;
+          }
+          later->state = Task::State::Reading;
+          lock.unlock();
+          try {
+            read_window(*own_, false, later->result);
+          } catch (...) {
+            lock.lock();
+            if (!failure_) failure_ = std::current_exception();
+            finish(*later);
+            break;
+          }
+          lock.lock();
+          finish(*later);
+        }
         changed_.wait(lock, [&] { return task->state == Task::State::Done; });
       }
       if (failure_) std::rethrow_exception(failure_);

@@ -5,7 +5,9 @@
 // are restored afterwards. Worker threads never write the buffer: they read windows ahead, from where the
 // last one ended, from a copy with '[' and ']' around it, each into its own EventChunk; windows are taken
 // in file order, and one that is not where the list goes on (after a broken event) is dropped and read
-// again from there. A window without those white space bytes (minified "},{") is copied on any thread.
+// again from there. While a worker still reads the window the caller takes next, the caller reads windows
+// queued after it (from copies), so that every core parses rather than one waiting for the other. A window
+// without those white space bytes (minified "},{") is copied on any thread.
 #pragma once
 
 #include <condition_variable>

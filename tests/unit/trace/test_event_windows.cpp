@@ -46,6 +46,8 @@ Read read_windows(std::vector<char>& buffer, size_t size, unsigned workers) {
     pool.read_ahead(start);
     WindowResult window = pool.take(start, limit);
     REQUIRE_FALSE(window.stage1_failed);
+    // Taken in file order, whichever thread read them: the events go on where the last window ended.
+    for (size_t e = 0; e < window.chunk.size(); ++e) REQUIRE(window.chunk.correlation[e] == int64_t(read.events + e));
     read.events += window.chunk.size();
     ++read.windows;
     read.in_place += window.in_place ? 1 : 0;
