@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <map>
 #include <unordered_map>
-#include <unordered_set>
 #include <cctype>
 #include <cmath>
 #include <cstdio>
@@ -93,23 +92,43 @@ Evaluator::ChargedCulprits Evaluator::site_culprits(const CompiledRule& rule, co
   }
   if (m == rule.metrics.size()) return out;
   // Among the group's own events (a culprit outside it, say the CPU op behind a copy, would describe
-  // another site): the idle time charged to each.
-  const std::unordered_set<EventIndex> members(group.events.begin(), group.events.end());
-  std::unordered_map<EventIndex, int64_t> charged;
-  for (uint32_t k : gaps_for(m)) {
+  // another site): the idle time charged to each. Per event in one array (site_charge_), reset below.
+  const auto& gaps = gaps_for(m);
+  if (site_charge_.size() != ev_.size()) site_charge_.assign(ev_.size(), {});
+  for (EventIndex e : group.events) site_charge_[e] = {0, SiteCharge::kMember};
+  std::vector<EventIndex> charged;  // in the order first charged
+  for (uint32_t k : gaps) {
     const EventIndex culprit = a_.idle[k].culprit;
-    if (culprit != kNone && members.contains(culprit)) charged[culprit] += a_.idle[k].duration_ns();
+    if (culprit == kNone || culprit >= ev_.size() || site_charge_[culprit].state == SiteCharge::kOutside) continue;
+    SiteCharge& charge = site_charge_[culprit];
+    if (charge.state == SiteCharge::kMember) {
+      charge.state = SiteCharge::kCharged;
+      charged.push_back(culprit);
+    }
+    charge.ns += a_.idle[k].duration_ns();
   }
+  std::vector<std::pair<int64_t, EventIndex>> order;
+  order.reserve(charged.size());
+  for (EventIndex e : charged) order.emplace_back(site_charge_[e].ns, e);
+  for (EventIndex e : group.events) site_charge_[e] = {};
   auto earlier = [this](EventIndex x, EventIndex y) {
     if (ev_.ts_ns[x] != ev_.ts_ns[y]) return ev_.ts_ns[x] < ev_.ts_ns[y];
     return ev_.track[x] != ev_.track[y] ? ev_.track[x] < ev_.track[y] : x < y;
   };
   // The site: the name charged the most, as the message counts them (ties by name); its earliest event.
-  std::map<std::string_view, std::pair<int64_t, EventIndex>> by_name;
-  for (const auto& [event, ns] : charged) {
-    auto& [total, first] = by_name.try_emplace(tl_.name(event), 0, event).first->second;
+  // Summed per interned name first, so names are compared once per name rather than once per event.
+  std::unordered_map<StringId, std::pair<int64_t, EventIndex>> by_name_id;
+  for (const auto& [ns, event] : order) {
+    auto& [total, first] = by_name_id.try_emplace(ev_.name[event], 0, event).first->second;
     total += ns;
     if (earlier(event, first)) first = event;
+  }
+  std::map<std::string_view, std::pair<int64_t, EventIndex>> by_name;
+  for (const auto& [name, entry] : by_name_id) {
+    auto [it, inserted] = by_name.try_emplace(tl_.strings.view(name), entry);
+    if (inserted) continue;
+    it->second.first += entry.first;  // two ids of one text (names not interned)
+    if (earlier(entry.second, it->second.second)) it->second.second = entry.second;
   }
   int64_t most = 0;
   for (const auto& [name, entry] : by_name) {
@@ -119,15 +138,15 @@ Evaluator::ChargedCulprits Evaluator::site_culprits(const CompiledRule& rule, co
     }
   }
   // To show: the site's own name first, then the others; each most charged first, equal charges by time.
-  std::vector<std::pair<int64_t, EventIndex>> order;
-  for (const auto& [event, ns] : charged) order.emplace_back(ns, event);
   const StringId site_name = out.site != kNone ? ev_.name[out.site] : StringId{0};
   auto is_site = [&](EventIndex e) { return out.site != kNone && ev_.name[e] == site_name; };
-  std::sort(order.begin(), order.end(), [&](const auto& x, const auto& y) {
-    if (is_site(x.second) != is_site(y.second)) return is_site(x.second);
-    if (x.first != y.first) return x.first > y.first;
-    return earlier(x.second, y.second);
-  });
+  const size_t shown = std::min(top, order.size());
+  std::partial_sort(order.begin(), order.begin() + static_cast<std::ptrdiff_t>(shown), order.end(),
+                    [&](const auto& x, const auto& y) {
+                      if (is_site(x.second) != is_site(y.second)) return is_site(x.second);
+                      if (x.first != y.first) return x.first > y.first;
+                      return earlier(x.second, y.second);
+                    });
   for (size_t n = 0; n < order.size() && n < top; ++n) out.shown.push_back(order[n].second);
   return out;
 }

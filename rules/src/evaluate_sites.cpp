@@ -1,6 +1,7 @@
 // Sites (docs/RULE_LANGUAGE.md "Grouping by site"): the key a rule's `group_by` puts an event under (its op,
 // op chain, kernel, name, source or size), and the groups of the primary selection's events by that key.
 #include <algorithm>
+#include <cstring>
 #include <string>
 #include <unordered_map>
 
@@ -49,21 +50,105 @@ std::string Evaluator::site_key(EventIndex i, SiteKey key) const {
   return {};
 }
 
+namespace {
+
+// The texts of site keys, each given an id the first time it is seen: equal ids, equal texts.
+class KeyTexts {
+ public:
+  uint32_t id_of(std::string text) {
+    auto [it, inserted] = ids_.try_emplace(std::move(text), static_cast<uint32_t>(texts_.size()));
+    if (inserted) texts_.push_back(&it->first);
+    return it->second;
+  }
+  const std::string& text(uint32_t id) const { return *texts_[id]; }
+
+ private:
+  std::unordered_map<std::string, uint32_t> ids_;
+  std::vector<const std::string*> texts_;  // by id; node keys stay where they are
+};
+
+}  // namespace
+
 std::vector<Group> Evaluator::make_groups(const CompiledRule& rule) const {
   const auto& events = selected_[rule.primary];
   if (events.empty()) return {};
   if (rule.group_by.empty()) return {Group{events}};
-  std::vector<Group> groups;
-  std::unordered_map<std::string, size_t> index;
-  for (EventIndex e : events) {
-    std::string key;
-    for (SiteKey k : rule.group_by) {
-      key += site_key(e, k);
-      key += '\x1f';
+  // An event's key is the text of each of the rule's site keys. Most events share their texts with many
+  // others, so each text is built once for what decides it (a name, the event naming the source) and the
+  // events are grouped on the texts' ids; the first event of a new combination of ids finds its group by
+  // the joined text, as if every event's had been built.
+  KeyTexts texts;
+  const uint32_t empty = texts.id_of(std::string());
+  std::vector<uint32_t> text_of_name(tl_.strings.size(), kNone);  // by StringId
+  auto name_text = [&](EventIndex e) {
+    uint32_t& id = text_of_name[ev_.name[e]];
+    if (id == kNone) id = texts.id_of(std::string(tl_.name(e)));
+    return id;
+  };
+  std::unordered_map<EventIndex, uint32_t> text_of_source;  // by the event naming the source
+  EventIndex last_source = kNone;
+  uint32_t last_source_text = empty;
+  auto key_text = [&](EventIndex i, SiteKey key) -> uint32_t {
+    switch (key) {
+      case SiteKey::Op: {
+        EventIndex op = op_of(i);
+        return op == kNone ? empty : name_text(op);
+      }
+      case SiteKey::Kernel: return is_gpu_side(ev_.kind[i]) ? name_text(i) : empty;
+      case SiteKey::Name: return name_text(i);
+      case SiteKey::Source: {
+        const EventIndex named_by = a_.user_source_event(i);
+        if (named_by == kNone) return empty;
+        if (named_by != last_source) {
+          auto [it, inserted] = text_of_source.try_emplace(named_by, empty);
+          if (inserted) it->second = texts.id_of(source_text(i));
+          last_source = named_by;
+          last_source_text = it->second;
+        }
+        return last_source_text;
+      }
+      case SiteKey::OpChain:
+      case SiteKey::Bytes: break;
     }
-    auto [it, inserted] = index.emplace(std::move(key), groups.size());
-    if (inserted) groups.emplace_back();
-    groups[it->second].events.push_back(e);
+    return texts.id_of(site_key(i, key));
+  };
+  std::vector<Group> groups;
+  std::unordered_map<std::string, size_t> group_of_text;  // the joined texts, each followed by '\x1f'
+  std::unordered_map<std::string, size_t> group_of_ids;   // the texts' ids, 4 bytes each
+  std::vector<uint32_t> group_of_single(1, kNone);         // one key: by its text's id
+  std::string ids;
+  for (EventIndex e : events) {
+    size_t group = 0;
+    if (rule.group_by.size() == 1) {
+      const uint32_t id = key_text(e, rule.group_by.front());
+      if (id >= group_of_single.size()) group_of_single.resize(id + 1, kNone);
+      if (group_of_single[id] == kNone) {
+        group_of_single[id] = static_cast<uint32_t>(groups.size());
+        groups.emplace_back();
+      }
+      group = group_of_single[id];
+    } else {
+      ids.clear();
+      for (SiteKey k : rule.group_by) {
+        const uint32_t id = key_text(e, k);
+        ids.append(reinterpret_cast<const char*>(&id), sizeof id);
+      }
+      auto [found, inserted] = group_of_ids.try_emplace(ids, 0);
+      if (inserted) {
+        std::string key;
+        for (size_t k = 0; k < rule.group_by.size(); ++k) {
+          uint32_t id = 0;
+          std::memcpy(&id, ids.data() + k * sizeof id, sizeof id);
+          key += texts.text(id);
+          key += '\x1f';
+        }
+        auto [joined, is_new] = group_of_text.emplace(std::move(key), groups.size());
+        if (is_new) groups.emplace_back();
+        found->second = joined->second;
+      }
+      group = found->second;
+    }
+    groups[group].events.push_back(e);
   }
   // Each group in time order, whatever order the file wrote its events in: its first event (the site's
   // representative) and its evidence are then the same for the same trace written another way.

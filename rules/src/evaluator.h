@@ -161,6 +161,12 @@ class Evaluator {
   std::vector<std::vector<std::vector<uint32_t>>> idle_gaps_;
   std::vector<bool> idle_ready_;
   std::vector<uint32_t> anchor_group_;  // per event, during idle_gaps: the group it stands for, or kNone
+  // Per event, during site_culprits: whether it is in the group, and the idle time charged to it.
+  struct SiteCharge {
+    int64_t ns = 0;
+    enum : uint8_t { kOutside, kMember, kCharged } state = kOutside;
+  };
+  std::vector<SiteCharge> site_charge_;
   std::vector<std::optional<double>> group_values_;
   std::vector<std::optional<double>> trace_values_;
 };

@@ -102,16 +102,55 @@ NameClasses classify_names(const StringPool& strings) {
 
 }  // namespace detail
 
+CpuOpsByExternalId::CpuOpsByExternalId(std::vector<std::pair<int64_t, EventIndex>> ops_in_event_order)
+    : ops_(std::move(ops_in_event_order)) {
+  std::erase_if(ops_, [](const auto& op) { return op.first <= 0; });
+  // Each thread's ops come in time order and so, mostly, in id order: merging those ascending runs is
+  // about linear, where a full sort of a million ops was not. The merges are stable, so of the ops that
+  // share an id the first in event order comes first and is the one kept.
+  auto by_id = [](const auto& a, const auto& b) { return a.first < b.first; };
+  std::vector<size_t> runs{0};
+  for (size_t k = 1; k < ops_.size(); ++k) {
+    if (ops_[k].first < ops_[k - 1].first) runs.push_back(k);
+  }
+  runs.push_back(ops_.size());
+  while (runs.size() > 2) {
+    std::vector<size_t> merged{0};
+    for (size_t r = 0; r + 1 < runs.size(); r += 2) {
+      if (r + 2 < runs.size()) {
+        const auto begin = ops_.begin();
+        std::inplace_merge(begin + static_cast<std::ptrdiff_t>(runs[r]), begin + static_cast<std::ptrdiff_t>(runs[r + 1]),
+                           begin + static_cast<std::ptrdiff_t>(runs[r + 2]), by_id);
+      }
+      merged.push_back(runs[std::min(r + 2, runs.size() - 1)]);
+    }
+    runs = std::move(merged);
+  }
+  ops_.erase(std::unique(ops_.begin(), ops_.end(), [](const auto& a, const auto& b) { return a.first == b.first; }),
+             ops_.end());
+}
+
+EventIndex CpuOpsByExternalId::find(int64_t external_id) const {
+  if (external_id <= 0) return kNone;
+  auto it = std::lower_bound(ops_.begin(), ops_.end(), external_id,
+                             [](const auto& op, int64_t id) { return op.first < id; });
+  return it != ops_.end() && it->first == external_id ? it->second : kNone;
+}
+
 Analysis analyze(const Timeline& timeline, const KernelClassifier& kernels) {
   Analysis analysis;
   analysis.timeline = &timeline;
   analysis.kernel_family = classify_kernels(kernels, timeline);
   const Events& events = timeline.events;
   const detail::NameClasses names = detail::classify_names(timeline.strings);
-  for (EventIndex i = 0; i < events.size(); ++i) {
-    if (events.kind[i] != EventKind::CpuOp || events.external_id[i] <= 0) continue;
-    if (names.has(timeline, i, detail::kStepMarker)) continue;
-    analysis.cpu_op_by_external_id.emplace(events.external_id[i], i);
+  {
+    std::vector<std::pair<int64_t, EventIndex>> ops;
+    for (EventIndex i = 0; i < events.size(); ++i) {
+      if (events.kind[i] != EventKind::CpuOp || events.external_id[i] <= 0) continue;
+      if (names.has(timeline, i, detail::kStepMarker)) continue;
+      ops.emplace_back(events.external_id[i], i);
+    }
+    analysis.cpu_op_by_external_id = CpuOpsByExternalId(std::move(ops));
   }
   detail::find_steps(timeline, names, analysis);
   detail::compute_busy(timeline, analysis);
@@ -151,11 +190,7 @@ EventIndex host_side(const Analysis& analysis, EventIndex i) {
   if (i == kNone || i >= events.size()) return kNone;
   if (!is_gpu_side(events.kind[i])) return i;
   if (events.launch[i] != kNone) return events.launch[i];
-  if (events.external_id[i] > 0) {
-    auto it = analysis.cpu_op_by_external_id.find(events.external_id[i]);
-    if (it != analysis.cpu_op_by_external_id.end()) return it->second;
-  }
-  return kNone;
+  return analysis.cpu_op_by_external_id.find(events.external_id[i]);
 }
 
 }  // namespace
@@ -182,11 +217,7 @@ EventIndex Analysis::cpu_op_of(EventIndex i) const {
   if (enclosing == kNone && above != kNone) enclosing = derive_down(events, above, enclosing_cpu_op, kNone, innermost_op);
   if (enclosing != kNone) return enclosing;
   // Not nested (another thread, or a trace without nesting): the op that shares its External id.
-  if (events.external_id[start] > 0) {
-    auto it = cpu_op_by_external_id.find(events.external_id[start]);
-    if (it != cpu_op_by_external_id.end()) return it->second;
-  }
-  return kNone;
+  return cpu_op_by_external_id.find(events.external_id[start]);
 }
 
 std::vector<EventIndex> Analysis::op_chain(EventIndex i) const {
@@ -308,9 +339,15 @@ EventIndex user_frame_through_parent_ids(const Analysis& analysis, EventIndex ou
 }  // namespace
 
 std::optional<SourceLocation> Analysis::user_source(EventIndex i) const {
+  const EventIndex named_by = user_source_event(i);
+  if (named_by == kNone) return std::nullopt;
+  return own_source(*timeline, named_by);
+}
+
+EventIndex Analysis::user_source_event(EventIndex i) const {
   const Events& events = timeline->events;
   EventIndex start = host_side(*this, i);
-  if (start == kNone) return std::nullopt;
+  if (start == kNone) return kNone;
   // The innermost event naming a location wins; the outermost python_function is where `Python parent id`
   // links go on when none does.
   const auto [from, python] = derive_down(
@@ -319,12 +356,13 @@ std::optional<SourceLocation> Analysis::user_source(EventIndex i) const {
         if (own_source(*timeline, e)) above.innermost_source = e;
         return above;
       });
-  if (from != kNone) return own_source(*timeline, from);
-  if (python == kNone) return std::nullopt;
-  // The nesting ended (frames cut by the trace window): continue through `Python parent id`.
+  if (from != kNone) return from;
+  if (python == kNone) return kNone;
+  // The nesting ended (frames cut by the trace window): continue through `Python parent id` to a
+  // python_function whose own frame is a user frame (own_source reads it as such).
   auto [found, inserted] = source_parent_frame.try_emplace(python, kNone);
   if (inserted) found->second = user_frame_through_parent_ids(*this, python);
-  return found->second == kNone ? std::nullopt : user_frame(timeline->name(found->second));
+  return found->second;
 }
 
 int64_t Analysis::idle_ns(IdleCause cause) const {

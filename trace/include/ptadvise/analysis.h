@@ -8,6 +8,7 @@
 #include <optional>
 #include <string>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "ptadvise/kernel_class.h"
@@ -106,6 +107,20 @@ struct SourceLocation {
   std::string function;
 };
 
+// CPU ops by their `External id`: a table sorted by id (a flat array: a map node per op cost more to build
+// than the lookups it served). An id several ops carry finds the first of them in event order.
+class CpuOpsByExternalId {
+ public:
+  CpuOpsByExternalId() = default;
+  // (External id, op) pairs in event order; ids <= 0 are left out.
+  explicit CpuOpsByExternalId(std::vector<std::pair<int64_t, EventIndex>> ops_in_event_order);
+  EventIndex find(int64_t external_id) const;  // kNone when no op carries the id
+  size_t size() const { return ops_.size(); }  // distinct ids
+
+ private:
+  std::vector<std::pair<int64_t, EventIndex>> ops_;  // ascending ids, one entry per id
+};
+
 struct Analysis {
   const Timeline* timeline = nullptr;
   StepSource step_source = StepSource::WholeWindow;
@@ -126,7 +141,7 @@ struct Analysis {
   std::vector<StepLedger> step_ledger;          // per step: busy time and the GPU-time bound
   std::vector<uint32_t> event_step;             // per event: index into steps, or kNone
   uint32_t main_track = kNone;  // the CPU thread carrying the step markers, else the one launching most GPU work
-  std::unordered_map<int64_t, EventIndex> cpu_op_by_external_id;  // `External id` of CPU ops (> 0)
+  CpuOpsByExternalId cpu_op_by_external_id;  // CPU ops other than step markers, by `External id` (> 0)
   // Family of every kernel name (data/kernel_families.yaml plus the user's tables), indexed by StringId.
   std::vector<KernelFamily> kernel_family;
 
@@ -140,6 +155,9 @@ struct Analysis {
   // First user frame (not torch, site-packages or the standard library) from the python_function
   // tree or the `Call stack` arg; nullopt when the trace has no stacks.
   std::optional<SourceLocation> user_source(EventIndex i) const;
+  // The event whose own frame or `Call stack` names user_source(i), kNone when none does: events that share
+  // it share their source, so a caller can build the text once per such event (two may name the same line).
+  EventIndex user_source_event(EventIndex i) const;
   // Idle time of the ledger charged to `cause` (all devices, all steps), in ns.
   int64_t idle_ns(IdleCause cause) const;
   // Steady-state steps: every step that is not warm-up. Per-step figures divide by their count and
