@@ -90,6 +90,30 @@ int64_t Evaluator::covered_ns(const std::vector<EventIndex>& events) const {
     total += ev_.dur_ns[e];
   }
   if (disjoint) return total;
+  // Else the union of each track's intervals. Events in time order (a group's are) merge per track as they
+  // come; others are put in order of track and start first.
+  const int64_t kNoEnd = std::numeric_limits<int64_t>::min();
+  std::vector<int64_t> open_start(last_end.size(), 0), open_end(last_end.size(), kNoEnd);
+  const bool in_time_order = std::is_sorted(events.begin(), events.end(), [this](EventIndex a, EventIndex b) {
+    return ev_.ts_ns[a] < ev_.ts_ns[b];
+  }) && std::all_of(events.begin(), events.end(), [&](EventIndex e) { return ev_.track[e] < open_end.size(); });
+  if (in_time_order) {
+    total = 0;
+    for (EventIndex e : events) {
+      const uint32_t t = ev_.track[e];
+      if (ev_.ts_ns[e] > open_end[t]) {
+        if (open_end[t] > open_start[t]) total += open_end[t] - open_start[t];
+        open_start[t] = ev_.ts_ns[e];
+        open_end[t] = ev_.end_ns(e);
+      } else {
+        open_end[t] = std::max(open_end[t], ev_.end_ns(e));
+      }
+    }
+    for (size_t t = 0; t < open_end.size(); ++t) {
+      if (open_end[t] > open_start[t]) total += open_end[t] - open_start[t];
+    }
+    return total;
+  }
   std::vector<EventIndex> order = events;
   std::sort(order.begin(), order.end(), [this](EventIndex a, EventIndex b) {
     if (ev_.track[a] != ev_.track[b]) return ev_.track[a] < ev_.track[b];

@@ -151,17 +151,26 @@ std::vector<Group> Evaluator::make_groups(const CompiledRule& rule) const {
     groups[group].events.push_back(e);
   }
   // Each group in time order, whatever order the file wrote its events in: its first event (the site's
-  // representative) and its evidence are then the same for the same trace written another way.
-  auto before = [this](EventIndex a, EventIndex b) {
-    if (ev_.ts_ns[a] != ev_.ts_ns[b]) return ev_.ts_ns[a] < ev_.ts_ns[b];
-    if (ev_.track[a] != ev_.track[b]) return ev_.track[a] < ev_.track[b];
-    if (ev_.dur_ns[a] != ev_.dur_ns[b]) return ev_.dur_ns[a] > ev_.dur_ns[b];
-    return a < b;
+  // representative) and its evidence are then the same for the same trace written another way. Sorted with
+  // the fields compared beside each event, not looked up per comparison.
+  struct Timed {
+    int64_t ts_ns, dur_ns;
+    uint32_t track;
+    EventIndex event;
   };
+  auto before = [](const Timed& a, const Timed& b) {
+    if (a.ts_ns != b.ts_ns) return a.ts_ns < b.ts_ns;
+    if (a.track != b.track) return a.track < b.track;
+    if (a.dur_ns != b.dur_ns) return a.dur_ns > b.dur_ns;
+    return a.event < b.event;
+  };
+  std::vector<Timed> timed;
   for (Group& group : groups) {
-    if (!std::is_sorted(group.events.begin(), group.events.end(), before)) {
-      std::sort(group.events.begin(), group.events.end(), before);
-    }
+    timed.clear();
+    for (EventIndex e : group.events) timed.push_back({ev_.ts_ns[e], ev_.dur_ns[e], ev_.track[e], e});
+    if (std::is_sorted(timed.begin(), timed.end(), before)) continue;
+    std::sort(timed.begin(), timed.end(), before);
+    for (size_t k = 0; k < timed.size(); ++k) group.events[k] = timed[k].event;
   }
   return groups;
 }

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <map>
+#include <unordered_map>
 
 namespace ptadvise {
 
@@ -16,11 +17,15 @@ std::vector<uint8_t> charged_culprits(const Analysis& analysis, uint32_t causes)
 
 std::string culprit_breakdown(const Analysis& analysis, const std::vector<uint32_t>& gaps, double steps, size_t top,
                               std::string (*format)(double)) {
-  std::map<std::string_view, int64_t> by_name;
+  // Summed per interned name first (kNone: no culprit), so names are compared once per name, not per gap.
+  std::unordered_map<StringId, int64_t> by_name_id;
   for (uint32_t k : gaps) {
     const IdleGap& gap = analysis.idle[k];
-    std::string_view name = gap.culprit != kNone ? analysis.timeline->name(gap.culprit) : std::string_view("(nothing recorded)");
-    by_name[name] += gap.duration_ns();
+    by_name_id[gap.culprit != kNone ? analysis.timeline->events.name[gap.culprit] : kNone] += gap.duration_ns();
+  }
+  std::map<std::string_view, int64_t> by_name;
+  for (const auto& [id, ns] : by_name_id) {
+    by_name[id != kNone ? analysis.timeline->strings.view(id) : std::string_view("(nothing recorded)")] += ns;
   }
   std::vector<std::pair<int64_t, std::string_view>> order;
   for (const auto& [name, ns] : by_name) order.emplace_back(ns, name);
