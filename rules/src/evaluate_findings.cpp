@@ -65,7 +65,7 @@ std::string Evaluator::idle_breakdown(size_t top) {
   // The causes of the gaps counted by the rule's first idle metric, largest first.
   for (size_t m = 0; m < rule_->metrics.size(); ++m) {
     if (rule_->metrics[m].kind != MetricKind::Idle) continue;
-    double per_cause[5] = {0, 0, 0, 0, 0};
+    double per_cause[kIdleCauseCount] = {};  // by IdleCause: a metric may count gaps of any cause
     for (uint32_t k : gaps_for(m)) per_cause[static_cast<int>(a_.idle[k].cause)] += static_cast<double>(a_.idle[k].duration_ns());
     std::vector<std::pair<double, int>> order;
     for (int c = 0; c < 5; ++c) {

@@ -4,6 +4,7 @@
 #include <cctype>
 #include <cmath>
 #include <cstdlib>
+#include <unordered_map>
 
 #include "evaluator.h"
 #include "ledger_text.h"
@@ -59,6 +60,26 @@ std::optional<double> to_number(std::string_view text) {
   double number = std::strtod(value.c_str(), &end);
   if (end != value.c_str() + value.size() || !std::isfinite(number)) return std::nullopt;
   return number;
+}
+
+// Sorts `events`, made of ascending runs starting at `run_starts` (each a list of distinct events in
+// order), by merging the runs pairwise: the same result as a sort, in O(n log runs).
+void merge_runs(std::vector<EventIndex>& events, std::vector<size_t> run_starts) {
+  run_starts.push_back(events.size());
+  while (run_starts.size() > 2) {
+    std::vector<size_t> merged;
+    for (size_t r = 0; r + 1 < run_starts.size(); r += 2) {
+      merged.push_back(run_starts[r]);
+      if (r + 2 < run_starts.size()) {
+        const auto begin = events.begin();
+        std::inplace_merge(begin + static_cast<std::ptrdiff_t>(run_starts[r]),
+                           begin + static_cast<std::ptrdiff_t>(run_starts[r + 1]),
+                           begin + static_cast<std::ptrdiff_t>(run_starts[r + 2]));
+      }
+    }
+    merged.push_back(events.size());
+    run_starts = std::move(merged);
+  }
 }
 
 }  // namespace
@@ -172,6 +193,15 @@ bool Evaluator::arg_holds(EventIndex i, const ArgPredicate& predicate) const {
 const TrackIndex& Evaluator::track_index(size_t selection) {
   if (!indexed_[selection]) {
     TrackIndex& index = indexes_[selection];
+    // Each track's lists sized first: grown one span at a time, copying them cost more than the rest.
+    std::unordered_map<uint32_t, size_t> spans_on;
+    for (EventIndex e : selected_[selection]) {
+      if (EventIndex at = anchor(e); at != kNone) ++spans_on[ev_.track[at]];
+    }
+    for (const auto& [track, count] : spans_on) {
+      index.by_start[track].reserve(count);
+      index.by_end[track].reserve(count);
+    }
     for (EventIndex e : selected_[selection]) {
       EventIndex at = anchor(e);
       if (at == kNone) continue;
@@ -311,13 +341,15 @@ std::vector<EventIndex> Evaluator::select(const Selection& selection) {
       name_events += name_first_[id + 1] - name_first_[id];
     }
     if (name_events * 8 <= kind_events) {
+      std::vector<size_t> runs;  // each name's events come in order
       for (StringId id : names) {
+        runs.push_back(out.size());
         for (uint32_t k = name_first_[id]; k < name_first_[id + 1]; ++k) {
           const EventIndex i = events_by_name_[k];
           if (selection.kinds == 0 || ((selection.kinds >> static_cast<unsigned>(ev_.kind[i])) & 1u) != 0) keep(i);
         }
       }
-      if (names.size() > 1) std::sort(out.begin(), out.end());
+      if (names.size() > 1) merge_runs(out, std::move(runs));
       return out;
     }
   }
@@ -325,12 +357,14 @@ std::vector<EventIndex> Evaluator::select(const Selection& selection) {
     for (EventIndex i = 0; i < ev_.size(); ++i) keep(i);
     return out;
   }
+  std::vector<size_t> runs;  // each kind's events come in order
   for (size_t kind = 0; kind < events_by_kind_.size(); ++kind) {
     if (((selection.kinds >> kind) & 1u) == 0 || events_by_kind_[kind].empty()) continue;
     ++kinds_visited;
+    runs.push_back(out.size());
     for (EventIndex i : events_by_kind_[kind]) keep(i);
   }
-  if (kinds_visited > 1) std::sort(out.begin(), out.end());
+  if (kinds_visited > 1) merge_runs(out, std::move(runs));
   return out;
 }
 
