@@ -326,6 +326,15 @@ std::vector<EventIndex> Evaluator::select(const Selection& selection) {
     }
     if (ok) out.push_back(i);
   };
+  if (selection.charged_idle != 0) {
+    // The ledger charges few events among all: a pass over its flags visits those, in order.
+    for (EventIndex i = 0; i < charged.size(); ++i) {
+      if (charged[i] && (selection.kinds == 0 || ((selection.kinds >> static_cast<unsigned>(ev_.kind[i])) & 1u) != 0)) {
+        keep(i);
+      }
+    }
+    return out;
+  }
   // The events a scan by kind would visit, against those of the names the selection matches.
   size_t kind_events = 0;
   for (size_t kind = 0; kind < events_by_kind_.size(); ++kind) {
