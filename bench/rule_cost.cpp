@@ -77,7 +77,7 @@ int main(int argc, char** argv) {
     per_rule.emplace_back(fastest_ms_of(reps, [&] { (void)evaluate(rules, analysis, alone); }), info.id);
   }
   std::sort(per_rule.begin(), per_rule.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
-  std::printf("events %zu; fastest of %d runs: analyze %.1f ms, all rules %.1f ms\n", timeline.events.size(), reps,
+  std::printf("events %zu, strings %zu; fastest of %d runs: analyze %.1f ms, all rules %.1f ms\n", timeline.events.size(), timeline.strings.size(), reps,
               analyze_ms, all_ms);
   for (const auto& [ms, id] : per_rule) std::printf("  %s %.1f ms\n", id.c_str(), ms);
   return 0;

@@ -92,25 +92,30 @@ Evaluator::ChargedCulprits Evaluator::site_culprits(const CompiledRule& rule, co
   }
   if (m == rule.metrics.size()) return out;
   // Among the group's own events (a culprit outside it, say the CPU op behind a copy, would describe
-  // another site): the idle time charged to each. Per event in one array (site_charge_), reset below.
-  const auto& gaps = gaps_for(m);
-  if (site_charge_.size() != ev_.size()) site_charge_.assign(ev_.size(), {});
-  for (EventIndex e : group.events) site_charge_[e] = {0, SiteCharge::kMember};
+  // another site): the idle time charged to each. Members are marked in event_mark_, reset below.
+  const auto& gaps = gaps_for(m);  // before event_mark_ is set: idle_gaps uses it too
+  if (event_mark_.size() != ev_.size()) event_mark_.assign(ev_.size(), kNone);
+  for (uint32_t member = 0; member < group.events.size(); ++member) event_mark_[group.events[member]] = member;
+  struct Charge {
+    int64_t ns = 0;
+    bool charged = false;
+  };
+  std::vector<Charge> charges(group.events.size());
   std::vector<EventIndex> charged;  // in the order first charged
   for (uint32_t k : gaps) {
     const EventIndex culprit = a_.idle[k].culprit;
-    if (culprit == kNone || culprit >= ev_.size() || site_charge_[culprit].state == SiteCharge::kOutside) continue;
-    SiteCharge& charge = site_charge_[culprit];
-    if (charge.state == SiteCharge::kMember) {
-      charge.state = SiteCharge::kCharged;
+    if (culprit == kNone || culprit >= ev_.size() || event_mark_[culprit] == kNone) continue;
+    Charge& charge = charges[event_mark_[culprit]];
+    if (!charge.charged) {
+      charge.charged = true;
       charged.push_back(culprit);
     }
     charge.ns += a_.idle[k].duration_ns();
   }
   std::vector<std::pair<int64_t, EventIndex>> order;
   order.reserve(charged.size());
-  for (EventIndex e : charged) order.emplace_back(site_charge_[e].ns, e);
-  for (EventIndex e : group.events) site_charge_[e] = {};
+  for (EventIndex e : charged) order.emplace_back(charges[event_mark_[e]].ns, e);
+  for (EventIndex e : group.events) event_mark_[e] = kNone;
   auto earlier = [this](EventIndex x, EventIndex y) {
     if (ev_.ts_ns[x] != ev_.ts_ns[y]) return ev_.ts_ns[x] < ev_.ts_ns[y];
     return ev_.track[x] != ev_.track[y] ? ev_.track[x] < ev_.track[y] : x < y;

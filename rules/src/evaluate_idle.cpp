@@ -14,13 +14,13 @@ const std::vector<std::vector<uint32_t>>& Evaluator::idle_gaps(size_t metric_ind
   const bool per_group = metric.culprits == Metric::Culprits::Site && metric.site_scoped;
   out.assign(per_group ? groups_.size() : 1, {});
   // Host events that stand for a culprit: the selected events, their launch calls and CPU ops, each with
-  // the first group that names it. Per event in one array (anchor_group_, kNone elsewhere), reset below.
-  if (anchor_group_.size() != ev_.size()) anchor_group_.assign(ev_.size(), kNone);
+  // the first group that names it. Per event in one array (event_mark_), reset below.
+  if (event_mark_.size() != ev_.size()) event_mark_.assign(ev_.size(), kNone);
   std::vector<EventIndex> anchors;
   if (metric.culprits != Metric::Culprits::Any) {
     auto set = [&](EventIndex e, uint32_t group) {
-      if (anchor_group_[e] != kNone) return;
-      anchor_group_[e] = group;
+      if (event_mark_[e] != kNone) return;
+      event_mark_[e] = group;
       anchors.push_back(e);
     };
     auto add = [&](EventIndex e, uint32_t group) {
@@ -53,14 +53,14 @@ const std::vector<std::vector<uint32_t>>& Evaluator::idle_gaps(size_t metric_ind
     }
     EventIndex current = gap.culprit;
     for (int depth = 0; current != kNone && current < ev_.size() && depth < kMaxAncestorDepth; ++depth) {
-      if (anchor_group_[current] != kNone) {
-        out[anchor_group_[current]].push_back(k);
+      if (event_mark_[current] != kNone) {
+        out[event_mark_[current]].push_back(k);
         break;
       }
       current = parent(current);
     }
   }
-  for (EventIndex e : anchors) anchor_group_[e] = kNone;
+  for (EventIndex e : anchors) event_mark_[e] = kNone;
   if (metric.refill) extend_to_refill(metric, out);
   idle_ready_[metric_index] = true;
   return out;

@@ -160,13 +160,9 @@ class Evaluator {
   size_t group_ = 0;
   std::vector<std::vector<std::vector<uint32_t>>> idle_gaps_;
   std::vector<bool> idle_ready_;
-  std::vector<uint32_t> anchor_group_;  // per event, during idle_gaps: the group it stands for, or kNone
-  // Per event, during site_culprits: whether it is in the group, and the idle time charged to it.
-  struct SiteCharge {
-    int64_t ns = 0;
-    enum : uint8_t { kOutside, kMember, kCharged } state = kOutside;
-  };
-  std::vector<SiteCharge> site_charge_;
+  // Per event, kNone but while one of these runs: idle_gaps (the group an event stands for) and
+  // site_culprits (a group member's position in the group). Each resets what it set.
+  std::vector<uint32_t> event_mark_;
   std::vector<std::optional<double>> group_values_;
   std::vector<std::optional<double>> trace_values_;
 };
