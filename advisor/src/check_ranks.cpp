@@ -59,7 +59,7 @@ RankResult check_file(const std::string& path, const RankCheck& check, const Loa
     result.error = *partial;
     return result;
   }
-  Analysis analysis = analyze(timeline, check.kernels);
+  Analysis analysis = analyze(timeline, check.kernels, load.threads);
   // The summary and the what-if's graph with its unchanged replay do not depend on the findings: with a
   // core to spare they are made beside the rules. Only the rules (and the digest, made after them) fill the
   // analysis's memos (cpu_op_of, user_source), so nothing running beside them touches those.

@@ -3,12 +3,10 @@
 
 #include <algorithm>
 #include <atomic>
-#include <exception>
-#include <mutex>
-#include <system_error>
-#include <thread>
 #include <utility>
 #include <vector>
+
+#include "parallel.h"
 
 namespace ptadvise::detail {
 namespace {
@@ -239,46 +237,27 @@ void link_timeline(Timeline& timeline, unsigned threads) {
   order_tracks(timeline);
   list_track_events(timeline);
   // Each track is sorted and nested on its own (an event's parent and clamped length are its track's),
-  // and the launches only read starts, kinds and correlations: with threads to spare the launches are
-  // linked beside the tracks, and the tracks, largest first, are shared out.
+  // and the launches only read starts, kinds and correlations: the launches and the tracks, largest
+  // first, are shared out between the threads.
   std::vector<uint32_t> by_size(timeline.tracks.size());
   for (uint32_t t = 0; t < by_size.size(); ++t) by_size[t] = t;
   std::stable_sort(by_size.begin(), by_size.end(), [&timeline](uint32_t a, uint32_t b) {
     return timeline.track_events[a].size() > timeline.track_events[b].size();
   });
-  std::atomic<size_t> next_track{0};
-  auto link_tracks = [&] {
-    for (size_t k = next_track++; k < by_size.size(); k = next_track++) {
-      const uint32_t t = by_size[k];
+  // Item 0 links the launches, item k > 0 the k-th largest track.
+  std::atomic<size_t> next_item{0};
+  auto link_items = [&] {
+    for (size_t k = next_item++; k <= by_size.size(); k = next_item++) {
+      if (k == 0) {
+        link_launches(timeline);
+        continue;
+      }
+      const uint32_t t = by_size[k - 1];
       sort_track(events, timeline.track_events[t]);
       if (timeline.tracks[t].kind == TrackKind::Cpu) link_parents(timeline, timeline.track_events[t]);
     }
   };
-  std::vector<std::jthread> helpers;
-  std::exception_ptr failure;
-  std::mutex failing;
-  auto guarded = [&](auto work) {
-    return [&, work] {
-      try {
-        work();
-      } catch (...) {  // out of memory: rethrown on the caller's thread
-        std::lock_guard lock(failing);
-        if (!failure) failure = std::current_exception();
-      }
-    };
-  };
-  if (threads > 1) {
-    try {
-      helpers.emplace_back(guarded([&] { link_launches(timeline); }));
-      for (unsigned h = 2; h < threads && h < by_size.size() + 1; ++h) helpers.emplace_back(guarded(link_tracks));
-    } catch (const std::system_error&) {
-      // fewer threads: what none took is done below
-    }
-  }
-  link_tracks();
-  if (helpers.empty()) link_launches(timeline);
-  helpers.clear();  // joins
-  if (failure) std::rethrow_exception(failure);
+  run_on_threads(std::min<size_t>(std::max(threads, 1u), by_size.size() + 1), link_items);
 }
 
 }  // namespace ptadvise::detail
