@@ -5,6 +5,7 @@
 #include <atomic>
 #include <cstdio>
 #include <limits>
+#include <mutex>
 #include <unordered_map>
 #include <unordered_set>
 #include <vector>
@@ -41,6 +42,9 @@ struct LedgerInputs {
   bool allocations_recur = false;
   std::vector<uint8_t> launching;           // per event: a launch of GPU work is inside it
   std::vector<std::vector<Interval>> capture;  // per track: its graph-capture stretches, sorted
+  // GPU ops by end time, built on first use (only a long blocking call needs them), once for all threads.
+  mutable std::once_flag gpu_ends_made;
+  mutable std::vector<std::pair<int64_t, EventIndex>> gpu_ends;
 };
 
 // Charges gaps to `ledger`; one per thread, each with its own memos, sharing the inputs.
@@ -49,19 +53,18 @@ class LedgerBuilder {
   LedgerBuilder(const Timeline& timeline, const NameClasses& names, const Analysis& analysis,
                 const LedgerInputs& inputs)
       : timeline_(timeline), events_(timeline.events), names_(names), analysis_(analysis),
-        blocking_(inputs.blocking), allocations_recur_(inputs.allocations_recur), launching_(inputs.launching),
-        capture_(inputs.capture) {}
+        inputs_(inputs), blocking_(inputs.blocking), allocations_recur_(inputs.allocations_recur),
+        launching_(inputs.launching), capture_(inputs.capture) {}
 
   // Where the gaps charged from now on go.
   void charge_into(std::vector<IdleGap>& ledger) { ledger_ = &ledger; }
 
-  static LedgerInputs inputs(const Timeline& timeline, const NameClasses& names, const Analysis& analysis) {
-    LedgerInputs made;
+  static void make_inputs(const Timeline& timeline, const NameClasses& names, const Analysis& analysis,
+                          LedgerInputs& made) {
     made.blocking = blocking_calls(timeline, names);
     made.allocations_recur = allocations_recur(timeline.events, names, analysis);
     made.launching = launching_events(timeline.events);
     made.capture = capture_stretches(timeline, names, made.launching);
-    return made;
   }
 
   void charge_gap(int32_t device, uint32_t step, int64_t start, int64_t end, EventIndex next_op,
@@ -140,13 +143,15 @@ class LedgerBuilder {
   // or when the call is too short to tell. Cached per call.
   bool waits_for_traced_work(EventIndex call) {
     if (call == kNone || events_.dur_ns[call] <= kExternalWaitMinNs) return true;
-    if (gpu_ends_.empty()) {
+    std::call_once(inputs_.gpu_ends_made, [this] {
+      auto& ends = inputs_.gpu_ends;
       for (EventIndex g = 0; g < events_.size(); ++g) {
-        if (is_gpu_activity(events_.kind[g]) && events_.dur_ns[g] > 0) gpu_ends_.push_back({events_.end_ns(g), g});
+        if (is_gpu_activity(events_.kind[g]) && events_.dur_ns[g] > 0) ends.push_back({events_.end_ns(g), g});
       }
-      std::sort(gpu_ends_.begin(), gpu_ends_.end());
-      if (gpu_ends_.empty()) gpu_ends_.push_back({std::numeric_limits<int64_t>::min(), kNone});
-    }
+      std::sort(ends.begin(), ends.end());
+      if (ends.empty()) ends.push_back({std::numeric_limits<int64_t>::min(), kNone});
+    });
+    const auto& gpu_ends_ = inputs_.gpu_ends;
     auto known = waits_.find(call);
     if (known != waits_.end()) return known->second;
     const int64_t from = events_.ts_ns[call], to = events_.end_ns(call);
@@ -370,13 +375,13 @@ class LedgerBuilder {
   const Events& events_;
   const NameClasses& names_;
   const Analysis& analysis_;
+  const LedgerInputs& inputs_;
   const std::unordered_set<EventIndex>& blocking_;
   const bool allocations_recur_;
   const std::vector<uint8_t>& launching_;
   const std::vector<std::vector<Interval>>& capture_;
   std::vector<IdleGap>* ledger_ = nullptr;
   std::vector<Piece> pieces_;
-  std::vector<std::pair<int64_t, EventIndex>> gpu_ends_;  // GPU ops by end time, built on first use
   std::unordered_map<EventIndex, bool> waits_;            // per blocking call: waits_for_traced_work
   std::vector<uint8_t> in_capture_;                       // per piece: inside a capture stretch
   std::vector<Piece> split_;
@@ -395,7 +400,8 @@ void build_idle_ledger(const Timeline& timeline, const NameClasses& names, Analy
   analysis.idle.clear();
   if (analysis.devices.empty() || analysis.steps.empty()) return;
   const std::vector<DeviceBusy> devices = device_busy(timeline, analysis.devices);
-  const LedgerInputs inputs = LedgerBuilder::inputs(timeline, names, analysis);
+  LedgerInputs inputs;
+  LedgerBuilder::make_inputs(timeline, names, analysis, inputs);
   // The gaps of a device in a run of steps are charged apart from every other run's: a gap never spans two
   // step windows, and pieces are only joined within one step. Runs are shared out between threads, each
   // charging into its own list, and the lists follow each other in (device, step) order: the ledger is the
