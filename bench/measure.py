@@ -5,6 +5,8 @@ Peers, each run as its own process on the same file, repetitions interleaved so 
 falls on all of them alike:
   - ptadvise summary FILE.json           (and FILE.json.gz when present)
   - ptadvise check FILE.json             (with --check)
+  - the same two pinned to one core      (taskset, when the process may run on several: the report gives how
+                                         much faster one file is on all of them)
   - ptadvise check DIR                   (with --check: DIR holds two links to FILE.json, two ranks checked at
                                          once; the report gives its wall time against one rank's)
   - simdjson_walk FILE.json              bare simdjson On-Demand pass, every event field once
@@ -121,6 +123,8 @@ def machine_info(args):
     return info
 
 
+ONE_CORE_SUMMARY = "ptadvise summary .json, one core"
+ONE_CORE_CHECK = "ptadvise check .json, one core"
 TWO_RANKS = "ptadvise check 2 ranks (2x the bytes)"
 
 
@@ -137,11 +141,18 @@ def two_rank_job(path, directory):
 
 def peers_for(path, args, scratch):
     gz = path + ".gz"
+    # The same run pinned to one core, for how much the other cores take off one file's wall time.
+    one_core = ["taskset", "-c", str(min(os.sched_getaffinity(0)))] if shutil.which("taskset") else None
+    several = one_core is not None and len(os.sched_getaffinity(0)) > 1
     peers = [("ptadvise summary .json", [args.ptadvise, "summary", path])]
+    if several:
+        peers.append((ONE_CORE_SUMMARY, one_core + [args.ptadvise, "summary", path]))
     if os.path.exists(gz):
         peers.append(("ptadvise summary .json.gz", [args.ptadvise, "summary", gz]))
     if args.check:
         peers.append(("ptadvise check .json", [args.ptadvise, "check", path]))
+        if several:
+            peers.append((ONE_CORE_CHECK, one_core + [args.ptadvise, "check", path]))
         peers.append((TWO_RANKS, [args.ptadvise, "check", two_rank_job(path, scratch)]))
     peers.append(("simdjson On-Demand walk", [args.walk, path]))
     if os.path.exists(gz):
@@ -252,6 +263,12 @@ def markdown(results):
             lines.append(f"Two ranks of this file checked at once take {two_ranks['wall_s'] / one_rank['wall_s']:.2f}x "
                          f"the wall time of one ({m.get('cores', '?')} cores; 1.00 = the second rank is free, "
                          f"2.00 = no overlap).")
+        for label, alone in ((ONE_CORE_SUMMARY, "ptadvise summary .json"), (ONE_CORE_CHECK, "ptadvise check .json")):
+            pinned, free = per_file.get(label), per_file.get(alone)
+            if pinned and free:
+                lines.append("")
+                lines.append(f"`{alone.rsplit(' ', 1)[0]}` of this file is {pinned['wall_s'] / free['wall_s']:.2f}x "
+                             f"faster on the {m.get('cores', '?')} cores than on one (wall time, medians).")
         summary = per_file.get("ptadvise summary .json")
         pyload = per_file.get("python json.load")
         if summary and pyload:

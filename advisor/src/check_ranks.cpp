@@ -6,6 +6,7 @@
 #include <exception>
 #include <filesystem>
 #include <mutex>
+#include <optional>
 #include <system_error>
 #include <thread>
 
@@ -58,9 +59,41 @@ RankResult check_file(const std::string& path, const RankCheck& check, const Loa
     result.error = *partial;
     return result;
   }
-  Analysis analysis = analyze(timeline, check.kernels);
-  Summary summary = summarize(analysis);
+  Analysis analysis = analyze(timeline, check.kernels, load.threads);
+  // The summary and the what-if's graph with its unchanged replay do not depend on the findings: with a
+  // core to spare they are made beside the rules. Only the rules (and the digest, made after them) fill the
+  // analysis's memos (cpu_op_of, user_source), so nothing running beside them touches those.
+  Summary summary;
+  std::optional<WhatIf> whatif;
+  auto beside_rules = [&] {
+    summary = summarize(analysis);
+    if (check.whatif) whatif.emplace(analysis);
+  };
+  std::exception_ptr beside_failure;
+  std::jthread beside;
+  if (load.threads > 1) {
+    try {
+      beside = std::jthread([&] {
+        try {
+          beside_rules();
+        } catch (...) {  // out of memory: rethrown on this thread
+          beside_failure = std::current_exception();
+        }
+      });
+    } catch (const std::system_error&) {
+      // no thread to be had: made after the rules
+    }
+  }
   TraceReport& trace = result.trace;
+  EvaluateOptions selection = check.selection;
+  selection.predict = false;  // predicted below, with the graph the trace's replay uses
+  trace.findings = evaluate(check.rules, analysis, selection, &trace.coverage);
+  if (beside.joinable()) {
+    beside.join();
+    if (beside_failure) std::rethrow_exception(beside_failure);
+  } else {
+    beside_rules();
+  }
   trace.path = timeline.path;
   trace.rank = timeline.rank;
   for (const auto& device : summary.devices) {
@@ -77,19 +110,15 @@ RankResult check_file(const std::string& path, const RankCheck& check, const Loa
   trace.warnings = timeline.stats.warnings;
   if (partial) trace.warnings.push_back(*partial);
   for (const std::string& note : unexplained_idle_notes(summary)) trace.warnings.push_back(timeline.path + ": " + note);
-  EvaluateOptions selection = check.selection;
-  selection.predict = false;  // predicted below, with the graph the trace's replay uses
-  trace.findings = evaluate(check.rules, analysis, selection, &trace.coverage);
   for (auto& finding : trace.findings) {
     if (finding.trace_path.empty()) finding.trace_path = timeline.path;
     if (!finding.trace_rank) finding.trace_rank = timeline.rank;
   }
   result.suppressed = apply_suppressions(trace.findings, check.source_root);
-  if (check.whatif) {
+  if (whatif) {
     // After suppressions: the replays cover the reported findings only. One graph for all of them.
-    const WhatIf whatif(analysis);
-    whatif.predict_findings(trace.findings);
-    trace.prediction = whatif.predict_steps(trace.findings);
+    whatif->predict_findings(trace.findings);
+    trace.prediction = whatif->predict_steps(trace.findings);
   } else {
     predict_from_ledger(analysis, trace.findings);
   }

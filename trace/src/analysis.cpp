@@ -5,8 +5,10 @@
 #include <bit>
 #include <cctype>
 #include <charconv>
+#include <mutex>
 
 #include "analysis_detail.h"
+#include "ptadvise/cores.h"
 
 namespace ptadvise {
 
@@ -145,7 +147,7 @@ EventIndex CpuOpsByExternalId::find(int64_t external_id) const {
   return it != ops_.end() && it->first == external_id ? it->second : kNone;
 }
 
-Analysis analyze(const Timeline& timeline, const KernelClassifier& kernels) {
+Analysis analyze(const Timeline& timeline, const KernelClassifier& kernels, unsigned threads) {
   Analysis analysis;
   analysis.timeline = &timeline;
   analysis.kernel_family = classify_kernels(kernels, timeline);
@@ -163,7 +165,7 @@ Analysis analyze(const Timeline& timeline, const KernelClassifier& kernels) {
   detail::find_steps(timeline, names, analysis);
   detail::compute_busy(timeline, analysis);
   detail::compute_step_windows(analysis);
-  detail::build_idle_ledger(timeline, names, analysis);
+  detail::build_idle_ledger(timeline, names, analysis, threads != 0 ? threads : usable_cores());
   detail::build_step_ledger(timeline, names, analysis);
   return analysis;
 }
@@ -222,7 +224,10 @@ EventIndex Analysis::cpu_op_of(EventIndex i) const {
   for (int level = 0; above != kNone && enclosing == kNone && level < 64; ++level, above = events.parent[above]) {
     enclosing = innermost_op(above, kNone);
   }
-  if (enclosing == kNone && above != kNone) enclosing = derive_down(events, above, enclosing_cpu_op, kNone, innermost_op);
+  if (enclosing == kNone && above != kNone) {
+    std::lock_guard lock(*enclosing_cpu_op_lock);
+    enclosing = derive_down(events, above, enclosing_cpu_op, kNone, innermost_op);
+  }
   if (enclosing != kNone) return enclosing;
   // Not nested (another thread, or a trace without nesting): the op that shares its External id.
   return cpu_op_by_external_id.find(events.external_id[start]);

@@ -51,7 +51,8 @@ void measure_periods(const Timeline& timeline, const NameClasses& names, Analysi
 // Busy union and the idle ledger (idle.cpp).
 void compute_busy(const Timeline& timeline, Analysis& analysis);
 void compute_step_windows(Analysis& analysis);
-void build_idle_ledger(const Timeline& timeline, const NameClasses& names, Analysis& analysis);
+// On `threads` threads (runs of steps shared out); the same ledger on any number.
+void build_idle_ledger(const Timeline& timeline, const NameClasses& names, Analysis& analysis, unsigned threads = 1);
 // Sets Analysis::steady_state from the ledger (called by build_idle_ledger).
 void judge_steady_state(Analysis& analysis);
 // Runtime/driver calls that block the host until the GPU catches up: synchronizes, synchronous copies, an

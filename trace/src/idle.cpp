@@ -2,13 +2,16 @@
 // host thread was doing at that moment (docs/ANALYSIS.md, "The idle ledger"). Its inputs — busy intervals,
 // host pieces, blocking calls, capture stretches — are in busy.cpp and host_pieces.cpp.
 #include <algorithm>
+#include <atomic>
 #include <cstdio>
 #include <limits>
+#include <mutex>
 #include <unordered_map>
 #include <unordered_set>
 #include <vector>
 
 #include "host_pieces.h"
+#include "parallel.h"
 
 namespace ptadvise::detail {
 
@@ -33,14 +36,35 @@ constexpr int64_t kQueuedLatencyNs = 100'000;
 // one-off work: loading the kernel's code on its first launch, creating the context or a stream.
 constexpr int64_t kOneOffCallNs = 1'000'000;
 
+// What every gap's charge reads and none changes, made once per ledger.
+struct LedgerInputs {
+  std::unordered_set<EventIndex> blocking;
+  bool allocations_recur = false;
+  std::vector<uint8_t> launching;           // per event: a launch of GPU work is inside it
+  std::vector<std::vector<Interval>> capture;  // per track: its graph-capture stretches, sorted
+  // GPU ops by end time, built on first use (only a long blocking call needs them), once for all threads.
+  mutable std::once_flag gpu_ends_made;
+  mutable std::vector<std::pair<int64_t, EventIndex>> gpu_ends;
+};
+
+// Charges gaps to `ledger`; one per thread, each with its own memos, sharing the inputs.
 class LedgerBuilder {
  public:
-  LedgerBuilder(const Timeline& timeline, const NameClasses& names, Analysis& analysis)
-      : timeline_(timeline), events_(timeline.events), names_(names), analysis_(analysis) {
-    blocking_ = blocking_calls(timeline, names);
-    allocations_recur_ = allocations_recur();
-    mark_launching_events();
-    capture_ = capture_stretches(timeline, names, launching_);
+  LedgerBuilder(const Timeline& timeline, const NameClasses& names, const Analysis& analysis,
+                const LedgerInputs& inputs)
+      : timeline_(timeline), events_(timeline.events), names_(names), analysis_(analysis),
+        inputs_(inputs), blocking_(inputs.blocking), allocations_recur_(inputs.allocations_recur),
+        launching_(inputs.launching), capture_(inputs.capture) {}
+
+  // Where the gaps charged from now on go.
+  void charge_into(std::vector<IdleGap>& ledger) { ledger_ = &ledger; }
+
+  static void make_inputs(const Timeline& timeline, const NameClasses& names, const Analysis& analysis,
+                          LedgerInputs& made) {
+    made.blocking = blocking_calls(timeline, names);
+    made.allocations_recur = allocations_recur(timeline.events, names, analysis);
+    made.launching = launching_events(timeline.events);
+    made.capture = capture_stretches(timeline, names, made.launching);
   }
 
   void charge_gap(int32_t device, uint32_t step, int64_t start, int64_t end, EventIndex next_op,
@@ -119,13 +143,15 @@ class LedgerBuilder {
   // or when the call is too short to tell. Cached per call.
   bool waits_for_traced_work(EventIndex call) {
     if (call == kNone || events_.dur_ns[call] <= kExternalWaitMinNs) return true;
-    if (gpu_ends_.empty()) {
+    std::call_once(inputs_.gpu_ends_made, [this] {
+      auto& ends = inputs_.gpu_ends;
       for (EventIndex g = 0; g < events_.size(); ++g) {
-        if (is_gpu_activity(events_.kind[g]) && events_.dur_ns[g] > 0) gpu_ends_.push_back({events_.end_ns(g), g});
+        if (is_gpu_activity(events_.kind[g]) && events_.dur_ns[g] > 0) ends.push_back({events_.end_ns(g), g});
       }
-      std::sort(gpu_ends_.begin(), gpu_ends_.end());
-      if (gpu_ends_.empty()) gpu_ends_.push_back({std::numeric_limits<int64_t>::min(), kNone});
-    }
+      std::sort(ends.begin(), ends.end());
+      if (ends.empty()) ends.push_back({std::numeric_limits<int64_t>::min(), kNone});
+    });
+    const auto& gpu_ends_ = inputs_.gpu_ends;
     auto known = waits_.find(call);
     if (known != waits_.end()) return known->second;
     const int64_t from = events_.ts_ns[call], to = events_.end_ns(call);
@@ -181,7 +207,7 @@ class LedgerBuilder {
   // that allocates in every step and never frees grows: the caching allocator reaching its working set,
   // a workspace for each new stream or handle. Churn that a fix removes (empty_cache, allocation retries
   // under memory pressure) gives back what it takes.
-  bool allocations_recur() const {
+  static bool allocations_recur(const Events& events_, const NameClasses& names_, const Analysis& analysis_) {
     const std::vector<Step>& steps = analysis_.steps;
     std::vector<uint8_t> allocates(steps.size(), 0);
     std::vector<uint8_t> releases(steps.size(), 0);
@@ -238,12 +264,13 @@ class LedgerBuilder {
   }
 
   // Every event with a launch of GPU work inside it (the launch call and all that encloses it).
-  void mark_launching_events() {
-    launching_.assign(events_.size(), 0);
-    for (EventIndex e = 0; e < events_.size(); ++e) {
-      if (!is_gpu_activity(events_.kind[e])) continue;
-      for (EventIndex up = events_.launch[e]; up != kNone && !launching_[up]; up = events_.parent[up]) launching_[up] = 1;
+  static std::vector<uint8_t> launching_events(const Events& events) {
+    std::vector<uint8_t> launching(events.size(), 0);
+    for (EventIndex e = 0; e < events.size(); ++e) {
+      if (!is_gpu_activity(events.kind[e])) continue;
+      for (EventIndex up = events.launch[e]; up != kNone && !launching[up]; up = events.parent[up]) launching[up] = 1;
     }
+    return launching;
   }
 
   // Host work on the way to the next launch: the innermost event running has a launch inside it (an op
@@ -323,7 +350,7 @@ class LedgerBuilder {
 
   void append(int32_t device, uint32_t step, int64_t start, int64_t end, IdleCause cause, EventIndex culprit,
               bool launching, bool queues_work) {
-    auto& ledger = analysis_.idle;
+    auto& ledger = *ledger_;
     if (!ledger.empty()) {
       IdleGap& last = ledger.back();
       if (last.device == device && last.step == step && last.end_ns == start && last.cause == cause &&
@@ -347,15 +374,16 @@ class LedgerBuilder {
   const Timeline& timeline_;
   const Events& events_;
   const NameClasses& names_;
-  Analysis& analysis_;
-  std::unordered_set<EventIndex> blocking_;
-  bool allocations_recur_ = false;
-  std::vector<uint8_t> launching_;  // per event: a launch of GPU work is inside it
+  const Analysis& analysis_;
+  const LedgerInputs& inputs_;
+  const std::unordered_set<EventIndex>& blocking_;
+  const bool allocations_recur_;
+  const std::vector<uint8_t>& launching_;
+  const std::vector<std::vector<Interval>>& capture_;
+  std::vector<IdleGap>* ledger_ = nullptr;
   std::vector<Piece> pieces_;
-  std::vector<std::pair<int64_t, EventIndex>> gpu_ends_;  // GPU ops by end time, built on first use
   std::unordered_map<EventIndex, bool> waits_;            // per blocking call: waits_for_traced_work
-  std::vector<std::vector<Interval>> capture_;  // per track: its graph-capture stretches, sorted
-  std::vector<uint8_t> in_capture_;             // per piece: inside a capture stretch
+  std::vector<uint8_t> in_capture_;                       // per piece: inside a capture stretch
   std::vector<Piece> split_;
   std::vector<uint8_t> split_flags_;
   // Filled on first use, for the events some gap's walk reaches only: a slot per event (4 bytes) rather
@@ -368,35 +396,64 @@ class LedgerBuilder {
 
 }  // namespace
 
-void build_idle_ledger(const Timeline& timeline, const NameClasses& names, Analysis& analysis) {
+void build_idle_ledger(const Timeline& timeline, const NameClasses& names, Analysis& analysis, unsigned threads) {
   analysis.idle.clear();
   if (analysis.devices.empty() || analysis.steps.empty()) return;
-  std::vector<DeviceBusy> devices = device_busy(timeline, analysis.devices);
-  LedgerBuilder builder(timeline, names, analysis);
+  const std::vector<DeviceBusy> devices = device_busy(timeline, analysis.devices);
+  LedgerInputs inputs;
+  LedgerBuilder::make_inputs(timeline, names, analysis, inputs);
+  // The gaps of a device in a run of steps are charged apart from every other run's: a gap never spans two
+  // step windows, and pieces are only joined within one step. Runs are shared out between threads, each
+  // charging into its own list, and the lists follow each other in (device, step) order: the ledger is the
+  // same on any number of threads.
+  constexpr uint32_t kStepsPerRun = 4;
+  const auto windows = static_cast<uint32_t>(analysis.step_windows.size());
+  struct Run {
+    size_t device;
+    uint32_t first_step, end_step;
+    std::vector<IdleGap> gaps;
+  };
+  std::vector<Run> runs;
   for (size_t d = 0; d < devices.size(); ++d) {
-    const DeviceBusy& device = devices[d];
-    const size_t busy_count = device.busy.size();
-    size_t first = 0;
-    for (uint32_t s = 0; s < analysis.step_windows.size(); ++s) {
-      const Interval window = analysis.step_windows[s];
-      if (window.end_ns <= window.start_ns) continue;
-      while (first < busy_count && device.busy[first].end_ns <= window.start_ns) ++first;
-      int64_t now = window.start_ns;
-      size_t next = first;
-      while (now < window.end_ns) {
-        if (next < busy_count && device.busy[next].start_ns <= now) {
-          now = std::max(now, device.busy[next].end_ns);
-          ++next;
-          continue;
+    for (uint32_t s = 0; s < windows; s += kStepsPerRun) runs.push_back({d, s, std::min(windows, s + kStepsPerRun), {}});
+  }
+  std::atomic<size_t> next_run{0};
+  auto charge_runs = [&] {
+    LedgerBuilder builder(timeline, names, analysis, inputs);
+    for (size_t r = next_run++; r < runs.size(); r = next_run++) {
+      Run& run = runs[r];
+      builder.charge_into(run.gaps);
+      const DeviceBusy& device = devices[run.device];
+      const size_t busy_count = device.busy.size();
+      for (uint32_t s = run.first_step; s < run.end_step; ++s) {
+        const Interval window = analysis.step_windows[s];
+        if (window.end_ns <= window.start_ns) continue;
+        // Busy intervals are merged, so their ends ascend: the first one still running at the window's start.
+        size_t next = static_cast<size_t>(
+            std::partition_point(device.busy.begin(), device.busy.end(),
+                                 [&](const Interval& busy) { return busy.end_ns <= window.start_ns; }) -
+            device.busy.begin());
+        int64_t now = window.start_ns;
+        while (now < window.end_ns) {
+          if (next < busy_count && device.busy[next].start_ns <= now) {
+            now = std::max(now, device.busy[next].end_ns);
+            ++next;
+            continue;
+          }
+          int64_t gap_end = next < busy_count ? std::min(device.busy[next].start_ns, window.end_ns) : window.end_ns;
+          EventIndex next_op = next < busy_count ? device.first_op[next] : kNone;
+          EventIndex previous_op = next > 0 ? device.last_op[next - 1] : kNone;
+          builder.charge_gap(analysis.devices[run.device], s, now, gap_end, next_op, previous_op);
+          now = gap_end;
         }
-        int64_t gap_end = next < busy_count ? std::min(device.busy[next].start_ns, window.end_ns) : window.end_ns;
-        EventIndex next_op = next < busy_count ? device.first_op[next] : kNone;
-        EventIndex previous_op = next > 0 ? device.last_op[next - 1] : kNone;
-        builder.charge_gap(analysis.devices[d], s, now, gap_end, next_op, previous_op);
-        now = gap_end;
       }
     }
-  }
+  };
+  run_on_threads(std::min<size_t>(threads, runs.size()), charge_runs);
+  size_t total = 0;
+  for (const Run& run : runs) total += run.gaps.size();
+  analysis.idle.reserve(total);
+  for (Run& run : runs) analysis.idle.insert(analysis.idle.end(), run.gaps.begin(), run.gaps.end());
   judge_steady_state(analysis);
 }
 

@@ -287,7 +287,7 @@ std::variant<Timeline, LoadError> TraceParser::run(const LoadOptions& options) {
     timeline_.buffer_size = size_;
   }
   if (options.link) {
-    link_timeline(timeline_);
+    link_timeline(timeline_, threads_);
     infer_devices(timeline_);
   }
   return std::move(timeline_);

@@ -129,3 +129,44 @@ TEST_CASE("op_chain lists enclosing ops and annotations outermost first, without
   CHECK(timeline.name(chain[2]) == "aten::addmm");
   CHECK(analysis.cpu_op_of(find_event(timeline, "gemm")) == find_event(timeline, "aten::addmm"));
 }
+
+TEST_CASE("links: tracks and launches linked on several threads come out as on one") {
+  // Four CPU threads of different sizes, written as Kineto does (an op after the ops inside it), with
+  // ties of start and length, rounding overhangs, and launches whose kernels land on two streams.
+  TraceBuilder trace(Era::Kineto2023);
+  trace.device(0, "NVIDIA A100", 8, 0, 80LL << 30);
+  for (int64_t tid = 1; tid <= 4; ++tid) {
+    for (int op = 0; op < 40 * static_cast<int>(tid); ++op) {
+      const double start = 1000.0 * op + tid;
+      trace.launch("kernel_" + std::to_string(op % 5), start + 2, 3, start + 10, 4, 0, 7 + op % 2, tid);
+      trace.cpu_op("aten::inner", start + 1, 5, "\"External id\": " + std::to_string(2 * op + 1), tid);
+      trace.cpu_op("aten::twin", start + 1, 5, "\"External id\": " + std::to_string(2 * op + 2), tid);
+      trace.cpu_op("aten::outer", start, 7.5, "", tid);
+      trace.annotation("outer_annotation", start, 7.5, tid);
+    }
+  }
+  auto load = [&](unsigned threads) {
+    LoadOptions options;
+    options.threads = threads;
+    auto result = load_trace_bytes(trace.json(), "trace.json", options);
+    REQUIRE(std::holds_alternative<Timeline>(result));
+    return std::move(std::get<Timeline>(result));
+  };
+  const Timeline one = load(1);
+  REQUIRE(one.events.size() > 1000);
+  size_t nested = 0, launched = 0;
+  for (EventIndex i = 0; i < one.events.size(); ++i) {
+    nested += one.events.parent[i] != kNone ? 1 : 0;
+    launched += one.events.launch[i] != kNone ? 1 : 0;
+  }
+  CHECK(nested > 1000);
+  CHECK(launched > 700);
+  for (unsigned threads : {2u, 3u, 8u}) {
+    CAPTURE(threads);
+    const Timeline many = load(threads);
+    CHECK(many.track_events == one.track_events);
+    CHECK(many.events.parent == one.events.parent);
+    CHECK(many.events.launch == one.events.launch);
+    CHECK(many.events.dur_ns == one.events.dur_ns);
+  }
+}

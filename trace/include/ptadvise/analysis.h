@@ -5,6 +5,8 @@
 #include <cstdint>
 #include <iterator>
 #include <limits>
+#include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <unordered_map>
@@ -177,6 +179,9 @@ struct Analysis {
   // Filled as asked, per event (memos: every nesting is walked once, not once per event in it).
   // cpu_op_of(): the innermost enclosing CPU op, or kNone.
   mutable std::vector<std::optional<EventIndex>> enclosing_cpu_op;
+  // cpu_op_of() may be called from several threads at once (the idle ledger's): it fills its memo under
+  // this lock. The other memos are filled by one thread at a time (the rules').
+  std::shared_ptr<std::mutex> enclosing_cpu_op_lock = std::make_shared<std::mutex>();
   // user_source(): the innermost event of the nesting whose own frame or `Call stack` names a location,
   // and the outermost python_function; then per such function the user frame its `Python parent id`
   // links lead to.
@@ -193,8 +198,11 @@ std::optional<SourceLocation> parse_python_frame(std::string_view frame);
 // True for frames of torch, site-/dist-packages, the standard library and built-ins.
 bool is_library_frame(std::string_view file);
 
-// `kernels` sorts kernel names into families (the shipped table unless the user extended it).
-Analysis analyze(const Timeline& timeline, const KernelClassifier& kernels = KernelClassifier::builtin());
+// `kernels` sorts kernel names into families (the shipped table unless the user extended it). `threads`: how
+// many threads the idle ledger is charged on (0: one per core this process may run on); the analysis is
+// the same on any number.
+Analysis analyze(const Timeline& timeline, const KernelClassifier& kernels = KernelClassifier::builtin(),
+                 unsigned threads = 0);
 
 // Figures of `ptadvise summary`; computed here, printed by the advisor's printers.
 struct KernelStat {

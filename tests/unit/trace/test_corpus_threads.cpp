@@ -1,0 +1,65 @@
+// The load and the analysis run on several threads (windows, the link pass, the idle ledger); on every
+// real trace of ../shared/traces the timeline's links and the ledger must be those of one thread.
+// Skips when ../shared is absent.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <variant>
+#include <vector>
+
+#include "corpus_traces.h"
+#include "ptadvise/analysis.h"
+
+using namespace ptadvise;
+
+namespace {
+
+Timeline load_on(const std::filesystem::path& path, unsigned threads) {
+  LoadOptions options;
+  options.threads = threads;
+  auto loaded = load_trace_file(path.string(), options);
+  REQUIRE(std::holds_alternative<Timeline>(loaded));
+  return std::move(std::get<Timeline>(loaded));
+}
+
+bool same_gap(const IdleGap& a, const IdleGap& b) {
+  return a.device == b.device && a.step == b.step && a.start_ns == b.start_ns && a.end_ns == b.end_ns &&
+         a.cause == b.cause && a.culprit == b.culprit && a.launching == b.launching && a.queues_work == b.queues_work;
+}
+
+}  // namespace
+
+TEST_CASE("corpus: links and the idle ledger are the same on one thread and on several") {
+  auto traces = testing::corpus_traces();
+  if (!traces) return;
+  std::vector<std::filesystem::path> files;
+  for (const auto& entry : std::filesystem::directory_iterator(*traces)) {
+    const std::string name = entry.path().filename().string();
+    const bool is_trace = name.ends_with(".json") || name.ends_with(".json.gz");
+    // The larger traces add minutes under the sanitizers and no other shape of trace.
+    if (is_trace && entry.file_size() < (size_t{3} << 20)) files.push_back(entry.path());
+  }
+  std::sort(files.begin(), files.end());
+  REQUIRE(files.size() >= 30);
+  size_t with_gaps = 0;
+  for (const auto& path : files) {
+    CAPTURE(path.filename().string());
+    const Timeline one = load_on(path, 1);
+    const Timeline three = load_on(path, 3);
+    REQUIRE(three.events.size() == one.events.size());
+    CHECK(three.track_events == one.track_events);
+    CHECK(three.events.parent == one.events.parent);
+    CHECK(three.events.launch == one.events.launch);
+    CHECK(three.events.dur_ns == one.events.dur_ns);
+    const Analysis serial = analyze(one, KernelClassifier::builtin(), 1);
+    const Analysis parallel = analyze(one, KernelClassifier::builtin(), 3);
+    REQUIRE(parallel.idle.size() == serial.idle.size());
+    size_t differing = 0;
+    for (size_t g = 0; g < serial.idle.size(); ++g) differing += same_gap(serial.idle[g], parallel.idle[g]) ? 0 : 1;
+    CHECK(differing == 0);
+    CHECK(parallel.steady_state == serial.steady_state);
+    with_gaps += serial.idle.empty() ? 0 : 1;
+  }
+  CHECK(with_gaps >= 20);
+}
