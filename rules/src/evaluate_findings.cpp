@@ -68,7 +68,7 @@ std::string Evaluator::idle_breakdown(size_t top) {
     double per_cause[kIdleCauseCount] = {};  // by IdleCause: a metric may count gaps of any cause
     for (uint32_t k : gaps_for(m)) per_cause[static_cast<int>(a_.idle[k].cause)] += static_cast<double>(a_.idle[k].duration_ns());
     std::vector<std::pair<double, int>> order;
-    for (int c = 0; c < 5; ++c) {
+    for (int c = 0; c < static_cast<int>(kIdleCauseCount); ++c) {
       if (per_cause[c] > 0) order.emplace_back(per_cause[c], c);
     }
     std::sort(order.rbegin(), order.rend());
