@@ -250,19 +250,24 @@ void WindowPool::work(Reader& reader) {
       return false;
     });
     if (stop_) return;
-    task->state = Task::State::Reading;
-    lock.unlock();
-    try {
-      run(reader, *task);
-    } catch (...) {  // out of memory: the caller rethrows it
-      lock.lock();
-      if (!failure_) failure_ = std::current_exception();
-      finish(*task);
-      continue;
-    }
-    lock.lock();
-    finish(*task);
+    read_task(reader, *task, &reader == own_.get(), lock);
   }
+}
+
+bool WindowPool::read_task(Reader& reader, Task& task, bool may_patch, std::unique_lock<std::mutex>& lock) {
+  task.state = Task::State::Reading;
+  lock.unlock();
+  bool read = true;
+  try {
+    read_window(reader, may_patch, task.result);
+  } catch (...) {  // out of memory: the caller's thread rethrows it
+    read = false;
+    lock.lock();
+    if (!failure_) failure_ = std::current_exception();
+  }
+  if (read) lock.lock();
+  finish(task);
+  return read;
 }
 
 WindowResult WindowPool::take(size_t start, size_t limit) {
@@ -288,22 +293,7 @@ WindowResult WindowPool::take(size_t start, size_t limit) {
               break;
             }
           }
-          if (!later) {
-            changed_.wait(lock, [&] { return task->state == Task::State::Done; });
-            break;
-          }
-          later->state = Task::State::Reading;
-          lock.unlock();
-          try {
-            read_window(*own_, false, later->result);
-          } catch (...) {
-            lock.lock();
-            if (!failure_) failure_ = std::current_exception();
-            finish(*later);
-            break;
-          }
-          lock.lock();
-          finish(*later);
+          if (!later || !read_task(*own_, *later, false, lock)) break;
         }
         changed_.wait(lock, [&] { return task->state == Task::State::Done; });
       }

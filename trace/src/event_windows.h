@@ -79,6 +79,9 @@ class WindowPool {
   void work(Reader& reader);
   void run(Reader& reader, Task& task);
   void read_window(Reader& reader, bool may_patch, WindowResult& out);
+  // Reads a queued task with `lock` (on mutex_) released meanwhile; false when reading threw (kept in
+  // failure_ for the caller's thread).
+  bool read_task(Reader& reader, Task& task, bool may_patch, std::unique_lock<std::mutex>& lock);
   void finish(Task& task);  // with mutex_ held
   void drop_ahead();        // with mutex_ held
 
