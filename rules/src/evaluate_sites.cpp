@@ -1,7 +1,6 @@
 // Sites (docs/RULE_LANGUAGE.md "Grouping by site"): the key a rule's `group_by` puts an event under (its op,
 // op chain, kernel, name, source or size), and the groups of the primary selection's events by that key.
 #include <algorithm>
-#include <cstring>
 #include <string>
 #include <unordered_map>
 
@@ -56,15 +55,11 @@ namespace {
 class KeyTexts {
  public:
   uint32_t id_of(std::string text) {
-    auto [it, inserted] = ids_.try_emplace(std::move(text), static_cast<uint32_t>(texts_.size()));
-    if (inserted) texts_.push_back(&it->first);
-    return it->second;
+    return ids_.try_emplace(std::move(text), static_cast<uint32_t>(ids_.size())).first->second;
   }
-  const std::string& text(uint32_t id) const { return *texts_[id]; }
 
  private:
   std::unordered_map<std::string, uint32_t> ids_;
-  std::vector<const std::string*> texts_;  // by id; node keys stay where they are
 };
 
 }  // namespace
@@ -75,8 +70,7 @@ std::vector<Group> Evaluator::make_groups(const CompiledRule& rule) const {
   if (rule.group_by.empty()) return {Group{events}};
   // An event's key is the text of each of the rule's site keys. Most events share their texts with many
   // others, so each text is built once for what decides it (a name, the event naming the source) and the
-  // events are grouped on the texts' ids; the first event of a new combination of ids finds its group by
-  // the joined text, as if every event's had been built.
+  // events are grouped on the texts' ids.
   KeyTexts texts;
   const uint32_t empty = texts.id_of(std::string());
   std::vector<uint32_t> text_of_name(tl_.strings.size(), kNone);  // by StringId
@@ -112,10 +106,11 @@ std::vector<Group> Evaluator::make_groups(const CompiledRule& rule) const {
     }
     return texts.id_of(site_key(i, key));
   };
+  // Equal ids are equal texts, so the ids alone tell the groups apart: one key by its id, several by
+  // their ids side by side (4 bytes each).
   std::vector<Group> groups;
-  std::unordered_map<std::string, size_t> group_of_text;  // the joined texts, each followed by '\x1f'
-  std::unordered_map<std::string, size_t> group_of_ids;   // the texts' ids, 4 bytes each
-  std::vector<uint32_t> group_of_single(1, kNone);         // one key: by its text's id
+  std::vector<uint32_t> group_of_single(1, kNone);
+  std::unordered_map<std::string, size_t> group_of_ids;
   std::string ids;
   for (EventIndex e : events) {
     size_t group = 0;
@@ -133,19 +128,8 @@ std::vector<Group> Evaluator::make_groups(const CompiledRule& rule) const {
         const uint32_t id = key_text(e, k);
         ids.append(reinterpret_cast<const char*>(&id), sizeof id);
       }
-      auto [found, inserted] = group_of_ids.try_emplace(ids, 0);
-      if (inserted) {
-        std::string key;
-        for (size_t k = 0; k < rule.group_by.size(); ++k) {
-          uint32_t id = 0;
-          std::memcpy(&id, ids.data() + k * sizeof id, sizeof id);
-          key += texts.text(id);
-          key += '\x1f';
-        }
-        auto [joined, is_new] = group_of_text.emplace(std::move(key), groups.size());
-        if (is_new) groups.emplace_back();
-        found->second = joined->second;
-      }
+      auto [found, inserted] = group_of_ids.try_emplace(ids, groups.size());
+      if (inserted) groups.emplace_back();
       group = found->second;
     }
     groups[group].events.push_back(e);
