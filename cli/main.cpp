@@ -52,7 +52,14 @@ bool parse_output_options(const std::vector<std::string>& outputs, std::vector<s
 
 }  // namespace ptadvise::cli
 
-int main(int argc, char** argv) {
+namespace {
+
+// Allocation-free: the message must get out when memory is what ran out.
+constexpr char kOutOfMemory[] =
+    "ptadvise: error: out of memory (the input needs more memory than this process may use; see "
+    "PTADVISE_MEMORY_LIMIT in docs/TRACE_LOADING.md)\n";
+
+int run(int argc, char** argv) {
   using namespace ptadvise::cli;
   CLI::App app{
       "ptadvise finds the known performance mistakes of PyTorch training runs in profiler traces,\n"
@@ -86,10 +93,21 @@ int main(int argc, char** argv) {
     print_error(message);
     std::cerr << "Run `ptadvise --help` or `ptadvise COMMAND --help` for usage.\n";
     return kExitInputError;
+  }
+  std::fflush(stdout);
+  return exit_code();
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  using namespace ptadvise::cli;
+  try {
+    return run(argc, argv);
   } catch (const std::bad_alloc&) {
     // Whatever ran out (a trace too large for the memory limit, a hostile input): one line, exit 2.
-    print_error("out of memory (the input needs more memory than this process may use; see PTADVISE_MEMORY_LIMIT "
-                "in docs/TRACE_LOADING.md)");
+    std::fflush(stdout);
+    std::fputs(kOutOfMemory, stderr);
     return kExitInputError;
   } catch (const std::exception& e) {
     // A broken invariant (a bug, not the input's fault): one line and its own exit code, never an abort
@@ -97,6 +115,4 @@ int main(int argc, char** argv) {
     print_error(std::string("internal error: ") + e.what() + " (please report it with the command line)");
     return kExitInternalError;
   }
-  std::fflush(stdout);
-  return exit_code();
 }

@@ -195,16 +195,17 @@ std::vector<RankResult> check_files(const std::vector<std::string>& files, const
       next = files.size();  // the other workers stop after their current file
     }
   };
-  std::vector<std::thread> pool;
-  for (unsigned t = 1; t < threads; ++t) {
-    try {
-      pool.emplace_back(work);
-    } catch (const std::system_error&) {
-      break;  // no thread to be had (memory or process limits): fewer workers
+  {
+    std::vector<std::jthread> pool;  // joined when the block ends, also when the main thread's work throws
+    for (unsigned t = 1; t < threads; ++t) {
+      try {
+        pool.emplace_back(work);
+      } catch (...) {
+        break;  // no thread to be had (memory or process limits): fewer workers
+      }
     }
+    work();
   }
-  work();
-  for (auto& thread : pool) thread.join();
   progress.finish();
   if (failure) std::rethrow_exception(failure);
   return results;

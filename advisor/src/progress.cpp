@@ -5,7 +5,9 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <new>
 #include <string_view>
+#include <system_error>
 
 #include "format.h"
 #include "ptadvise/advisor.h"
@@ -53,7 +55,12 @@ Progress::Progress(bool enabled)
     : enabled_(enabled),
       quiet_for_(quiet_period()),
       refresh_(std::clamp<std::chrono::milliseconds>(quiet_for_, kMinRefresh, kRefresh)) {
-  if (enabled_) ticker_ = std::thread([this] { run(); });
+  if (!enabled_) return;
+  try {
+    ticker_ = std::thread([this] { run(); });
+  } catch (const std::system_error&) {
+    enabled_ = false;  // no thread to be had: no progress line
+  }
 }
 
 Progress::~Progress() {
@@ -136,7 +143,11 @@ void Progress::run() {
     if (stop_ || !active_) continue;
     auto now = std::chrono::steady_clock::now();
     if (now - started_ < quiet_for_ || (shown_ && now - drawn_ < refresh_)) continue;
-    std::fprintf(stderr, "\r\x1b[K%s", line(now).c_str());
+    try {
+      std::fprintf(stderr, "\r\x1b[K%s", line(now).c_str());
+    } catch (const std::bad_alloc&) {
+      continue;  // out of memory: the work itself reports it; the line is only skipped
+    }
     std::fflush(stderr);
     shown_ = true;
     drawn_ = now;

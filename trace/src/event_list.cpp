@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <string>
 
+#include "checked_iterate.h"
 #include "event_windows.h"
 #include "json_scan.h"
 #include "numbers.h"
@@ -70,7 +71,7 @@ TraceParser::SingleResult TraceParser::parse_single_event(size_t start) {
     error = simdjson::CAPACITY;
   } else {
     ondemand::document doc;
-    error = parser_.iterate(data_ + start, end - start, buffer_.capacity - start).get(doc);
+    error = checked_iterate(parser_, data_ + start, end - start, buffer_.capacity - start, doc);
     if (!error) {
       ondemand::object object;
       error = doc.get_object().get(object);

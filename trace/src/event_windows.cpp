@@ -4,6 +4,8 @@
 #include <cstring>
 #include <system_error>
 
+#include "checked_iterate.h"
+
 namespace ptadvise::detail {
 
 namespace ondemand = simdjson::ondemand;
@@ -109,7 +111,7 @@ void read_window_text(ondemand::parser& parser, ChunkParser& events, const char*
   events.chunk().reserve((out.limit - start) / 300 + 16);
   events.set_origin(text + 1, start, text + close_in_text);
   ondemand::document doc;
-  if (parser.iterate(text, close_in_text + 1, capacity).get(doc)) {
+  if (checked_iterate(parser, text, close_in_text + 1, capacity, doc)) {
     out.stage1_failed = true;
     out.chunk = events.take();
     return;
@@ -176,7 +178,10 @@ void WindowPool::read_window(Reader& reader, bool may_patch, WindowResult& out) 
   const size_t length = limit - start;
   const size_t needed = length + 2 + simdjson::SIMDJSON_PADDING;
   if (reader.copy_size < needed) {
+    // Size zero first: when the allocation throws (out of memory), a worker goes on to its next window and
+    // must not take the freed copy for one still this large.
     reader.copy.reset();
+    reader.copy_size = 0;
     reader.copy = std::unique_ptr<char[]>(new char[needed]);  // not zero-filled: written below
     reader.copy_size = needed;
   }
@@ -239,8 +244,10 @@ void WindowPool::work(Reader& reader) {
   std::unique_lock lock(mutex_);
   while (true) {
     std::shared_ptr<Task> task;
+    // After a failure (out of memory) no worker reads on: the caller's thread rethrows it at its next take,
+    // and a reader whose read threw may hold part of that window.
     changed_.wait(lock, [&] {
-      if (stop_) return true;
+      if (stop_ || failure_) return true;
       for (auto& queued : ahead_) {
         if (queued->state == Task::State::Queued) {
           task = queued;
@@ -249,7 +256,7 @@ void WindowPool::work(Reader& reader) {
       }
       return false;
     });
-    if (stop_) return;
+    if (stop_ || failure_) return;
     read_task(reader, *task, &reader == own_.get(), lock);
   }
 }

@@ -5,6 +5,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "checked_iterate.h"
 #include "input.h"
 #include "json_scan.h"
 #include "numbers.h"
@@ -83,7 +84,7 @@ ArgLookup find_arg(const Timeline& timeline, EventIndex i, std::string_view key)
   thread_local ondemand::parser parser;
   ondemand::document doc;
   const size_t allocated = timeline.buffer_size - offset + detail::PaddedBuffer::kPadding;
-  if (parser.iterate(timeline.buffer + offset, length, allocated).get(doc)) return result;
+  if (detail::checked_iterate(parser, timeline.buffer + offset, length, allocated, doc)) return result;
   ondemand::object object;
   if (doc.get_object().get(object)) return result;
   for (auto field_result : object) {

@@ -2,6 +2,7 @@
 // from it besides the events: deviceProperties, distributedInfo, baseTimeNanoseconds.
 #include <cstring>
 
+#include "checked_iterate.h"
 #include "json_scan.h"
 #include "numbers.h"
 #include "trace_parser.h"
@@ -29,7 +30,7 @@ std::optional<std::string> TraceParser::parse_top_level_value(std::string_view k
     return std::nullopt;
   }
   ondemand::document doc;
-  if (parser_.iterate(data_ + start, end - start, buffer_.capacity - start).get(doc)) {
+  if (checked_iterate(parser_, data_ + start, end - start, buffer_.capacity - start, doc)) {
     warn("byte " + std::to_string(start) + ": invalid JSON in " + std::string(key) + "; ignored");
     return std::nullopt;
   }
