@@ -313,6 +313,27 @@ TEST_CASE("a site charged idle time is located at the culprit charged the most, 
   CHECK(findings[0].evidence[1].step == 1);
 }
 
+TEST_CASE("{idle_causes} names every cause a metric counts, the last ones of the list too") {
+  Fixture f;
+  const EventIndex item = find_event(f.timeline, "aten::item");
+  // One gap of each cause, each longer than the one before: the causes late in the list come first. (A
+  // five-slot table once summed the last three past its end.)
+  f.analysis.idle.clear();
+  int64_t start = 100000;
+  for (size_t c = 0; c < ptadvise::kIdleCauseCount; ++c) {
+    const int64_t length = 10000 * static_cast<int64_t>(c + 1);
+    f.analysis.idle.push_back(IdleGap{0, 0, start, start + length, ptadvise::kIdleCauses[c], item});
+    start += length;
+  }
+  // `any` leaves out the causes no fix of the program removes; named, they count.
+  auto findings = run(f.analysis, "select: {k: {kind: kernel}}\n"
+                                  "metrics: {idle_ms: {idle: {causes: [any, graph-capture, external-wait, warm-up]}}}\n"
+                                  "saving: {ms_per_step: idle_ms, method: idle}\nmessage: \"{idle_causes}\"\n");
+  REQUIRE(findings.size() == 1);
+  // 80, 70 and 60 µs over the fixture's 2 steps.
+  CHECK(findings[0].message == "warm-up 0.04 ms/step, external-wait 0.035 ms/step, graph-capture 0.03 ms/step");
+}
+
 TEST_CASE("idle time from the ledger: culprits, refill, stretches, claims") {
   Fixture f;
   const EventIndex scalar = find_event(f.timeline, "aten::_local_scalar_dense");
