@@ -3,7 +3,7 @@
 #pragma once
 
 #include <cstdint>
-#include <deque>
+#include <list>
 #include <memory>
 #include <optional>
 #include <set>
@@ -34,7 +34,9 @@ class StringPool {
   size_t size() const { return views_.size(); }
 
  private:
-  std::deque<std::string> storage_;  // deque: stable addresses for the views below
+  // A list: stable addresses for the views below, and a move that allocates nothing (a deque's does,
+  // which under memory pressure ended a noexcept move in std::terminate).
+  std::list<std::string> storage_;
   std::vector<std::string_view> views_;
   std::unordered_map<std::string_view, StringId> ids_;
 };
