@@ -34,6 +34,13 @@ Run cli(const std::string& args, const std::string& prefix = "") {
 
 const std::string kScenario = PTADVISE_SOURCE_DIR "/testdata/scenarios/01_loss_weight_every_step.json.gz";
 
+// 300,000 CPU ops, 32 MB: the loader reads windows of it (2 MiB each) on worker threads as well.
+std::string big_trace_json() {
+  ptadvise::testing::TraceBuilder trace;
+  for (int i = 0; i < 300000; ++i) trace.cpu_op("op" + std::to_string(i), i, 1);
+  return trace.json();
+}
+
 }  // namespace
 
 TEST_CASE("hardening cli: a report that cannot be written completely leaves the previous file intact") {
@@ -179,11 +186,10 @@ TEST_CASE("hardening cli: out of memory is one line and exit 2, also while ranks
   return;
 #endif
   TempDir dir;
-  ptadvise::testing::TraceBuilder trace;
-  for (int i = 0; i < 300000; ++i) trace.cpu_op("op" + std::to_string(i), i, 1);
-  const std::string path = dir.write("big.json", trace.json());
-  dir.write("ranks/rank0.json", trace.json());
-  dir.write("ranks/rank1.json", trace.json());
+  const std::string json = big_trace_json();
+  const std::string path = dir.write("big.json", json);
+  dir.write("ranks/rank0.json", json);
+  dir.write("ranks/rank1.json", json);
   // The budget check is told there is plenty; the address-space limit says otherwise. A worker thread's
   // std::bad_alloc used to reach std::terminate (exit 134).
   for (const std::string& command : {"summary " + path, "check --threads 2 " + dir.file("ranks")}) {
@@ -213,10 +219,7 @@ TEST_CASE("hardening cli: allocations failing anywhere end in a result or one li
   return;
 #else
   TempDir dir;
-  ptadvise::testing::TraceBuilder trace;
-  // 32 MB of events: the loader reads windows of it (2 MiB each) on worker threads as well.
-  for (int i = 0; i < 300000; ++i) trace.cpu_op("op" + std::to_string(i), i, 1);
-  const std::string path = dir.write("big.json", trace.json());
+  const std::string path = dir.write("big.json", big_trace_json());
   struct Case {
     std::string command;
     unsigned min_bytes;    // only allocations this large fail
