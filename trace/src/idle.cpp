@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "host_pieces.h"
-#include "parallel.h"
+#include "ptadvise/parallel.h"
 
 namespace ptadvise::detail {
 

@@ -6,7 +6,7 @@
 #include <utility>
 #include <vector>
 
-#include "parallel.h"
+#include "ptadvise/parallel.h"
 
 namespace ptadvise::detail {
 namespace {
