@@ -13,7 +13,6 @@
 #include "format.h"
 #include "ptadvise/cores.h"
 #include "ptadvise/loader.h"
-#include "ptadvise/parallel.h"
 
 namespace ptadvise::check_detail {
 
@@ -198,7 +197,17 @@ std::vector<RankResult> check_files(const std::vector<std::string>& files, const
       next = files.size();  // the other workers stop after their current file
     }
   };
-  run_on_threads(threads, work);
+  {
+    std::vector<std::jthread> pool;  // joined when the block ends, also when the main thread's work throws
+    for (unsigned t = 1; t < threads; ++t) {
+      try {
+        pool.emplace_back(work);
+      } catch (...) {
+        break;  // no thread to be had (memory or process limits): fewer workers
+      }
+    }
+    work();
+  }
   progress.finish();
   if (failure) std::rethrow_exception(failure);
   return results;

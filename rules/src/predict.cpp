@@ -4,9 +4,11 @@
 #include <atomic>
 #include <cmath>
 #include <cstdio>
+#include <exception>
+#include <mutex>
+#include <thread>
 #include <vector>
 
-#include "ptadvise/parallel.h"
 #include "ptadvise/rules.h"
 
 namespace ptadvise {
@@ -68,6 +70,36 @@ std::string batch_note(const Analysis& analysis, const whatif::BatchFactor& batc
   return text;
 }
 
+// Calls work(k) for every k < count, on the calling thread and up to threads - 1 more (each takes the next
+// k). An exception (out of memory) on any thread is rethrown here once all have ended.
+template <class Work>
+void run_each(size_t count, unsigned threads, const Work& work) {
+  std::atomic<size_t> next{0};
+  std::mutex failing;
+  std::exception_ptr failure;
+  auto take = [&] {
+    try {
+      for (size_t k = next++; k < count; k = next++) work(k);
+    } catch (...) {
+      std::lock_guard lock(failing);
+      if (!failure) failure = std::current_exception();
+      next = count;
+    }
+  };
+  {
+    std::vector<std::jthread> others;
+    for (size_t t = 1; t < std::min<size_t>(threads, count); ++t) {
+      try {
+        others.emplace_back(take);
+      } catch (...) {
+        break;  // no thread to be had: the others take its share
+      }
+    }
+    take();
+  }  // joins
+  if (failure) std::rethrow_exception(failure);
+}
+
 double ledger_prediction(double measured, const Finding& finding) {
   return measured > 0 ? std::max(0.0, measured - finding.saving_ms_per_step) : 0.0;
 }
@@ -90,13 +122,9 @@ void WhatIf::predict_findings(std::vector<Finding>& findings, unsigned threads) 
     if (available_ && !findings[i].fixes.empty()) replayed.push_back(i);
   }
   std::vector<double> fixed_steps(findings.size(), 0.0);
-  std::atomic<size_t> next{0};
-  auto replay_each = [&] {
-    for (size_t k = next++; k < replayed.size(); k = next++) {
-      fixed_steps[replayed[k]] = whatif::replay(graph_, fixes_of(findings[replayed[k]]), false).replayed_step_ms;
-    }
-  };
-  run_on_threads(std::min<size_t>(threads, replayed.size()), replay_each);
+  run_each(replayed.size(), threads, [&](size_t k) {
+    fixed_steps[replayed[k]] = whatif::replay(graph_, fixes_of(findings[replayed[k]]), false).replayed_step_ms;
+  });
   // A finding whose rule declares a transform saves min(its ledger claim, what the replay of its fix
   // alone takes off the step): the claim says which nanoseconds are its own (each is claimed once), the
   // replay how much of them shortens the step. Findings without a transform keep the claim.

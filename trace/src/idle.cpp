@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "host_pieces.h"
-#include "ptadvise/parallel.h"
+#include "parallel.h"
 
 namespace ptadvise::detail {
 

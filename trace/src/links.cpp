@@ -6,7 +6,7 @@
 #include <utility>
 #include <vector>
 
-#include "ptadvise/parallel.h"
+#include "parallel.h"
 
 namespace ptadvise::detail {
 namespace {

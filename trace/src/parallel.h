@@ -1,14 +1,14 @@
-// Running one piece of work on several threads at once (the loader's link pass and ledger, the rules'
-// replays, the ranks of a job).
+// Internal to trace/: running one piece of work on several threads at once.
 #pragma once
 
 #include <cstddef>
 #include <exception>
 #include <mutex>
+#include <system_error>
 #include <thread>
 #include <vector>
 
-namespace ptadvise {
+namespace ptadvise::detail {
 
 // Calls `work` on the calling thread and on up to `threads` - 1 more, and returns once every call has
 // returned. `work` takes its share itself (an atomic counter over its items), so a thread that cannot be
@@ -31,8 +31,8 @@ void run_on_threads(size_t threads, Work& work) {
     for (size_t t = 1; t < threads; ++t) {
       try {
         others.emplace_back(guarded);
-      } catch (...) {
-        break;  // no thread to be had (process or memory limits): the others take its share
+      } catch (const std::system_error&) {
+        break;
       }
     }
     guarded();
@@ -40,4 +40,4 @@ void run_on_threads(size_t threads, Work& work) {
   if (failure) std::rethrow_exception(failure);
 }
 
-}  // namespace ptadvise
+}  // namespace ptadvise::detail
