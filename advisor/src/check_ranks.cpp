@@ -60,16 +60,14 @@ RankResult check_file(const std::string& path, const RankCheck& check, const Loa
     return result;
   }
   Analysis analysis = analyze(timeline, check.kernels, load.threads);
-  // The summary, the what-if's graph with its unchanged replay and the rank's digest do not depend on the
-  // findings: with a core to spare they are made beside the rules. The rules fill the analysis's memos
-  // (cpu_op_of, user_source); of those, the digest uses cpu_op_of only, whose memo is filled under a lock.
+  // The summary and the what-if's graph with its unchanged replay do not depend on the findings: with a
+  // core to spare they are made beside the rules. Only the rules (and the digest, made after them) fill the
+  // analysis's memos (cpu_op_of, user_source), so nothing running beside them touches those.
   Summary summary;
   std::optional<WhatIf> whatif;
-  RankDigest digest;
   auto beside_rules = [&] {
     summary = summarize(analysis);
     if (check.whatif) whatif.emplace(analysis);
-    digest = make_digest(analysis, {});
   };
   std::exception_ptr beside_failure;
   std::jthread beside;
@@ -119,13 +117,13 @@ RankResult check_file(const std::string& path, const RankCheck& check, const Loa
   result.suppressed = apply_suppressions(trace.findings, check.source_root);
   if (whatif) {
     // After suppressions: the replays cover the reported findings only. One graph for all of them.
-    whatif->predict_findings(trace.findings, load.threads);
+    whatif->predict_findings(trace.findings);
     trace.prediction = whatif->predict_steps(trace.findings);
   } else {
     predict_from_ledger(analysis, trace.findings);
   }
   trace.summary = std::move(summary);
-  result.digest = std::move(digest);
+  result.digest = make_digest(analysis, {});
   carry_report(trace, result.digest);
   if (partial) result.digest.partial = *partial;
   return result;  // the timeline and its analysis are dropped here: only the report and the digest stay

@@ -1,13 +1,8 @@
 // Savings by replay: each finding's transform applied to the step graph, and all of them together. One
 // graph and one unchanged replay per trace serve every prediction (WhatIf).
 #include <algorithm>
-#include <atomic>
 #include <cmath>
 #include <cstdio>
-#include <exception>
-#include <mutex>
-#include <thread>
-#include <vector>
 
 #include "ptadvise/rules.h"
 
@@ -70,36 +65,6 @@ std::string batch_note(const Analysis& analysis, const whatif::BatchFactor& batc
   return text;
 }
 
-// Calls work(k) for every k < count, on the calling thread and up to threads - 1 more (each takes the next
-// k). An exception (out of memory) on any thread is rethrown here once all have ended.
-template <class Work>
-void run_each(size_t count, unsigned threads, const Work& work) {
-  std::atomic<size_t> next{0};
-  std::mutex failing;
-  std::exception_ptr failure;
-  auto take = [&] {
-    try {
-      for (size_t k = next++; k < count; k = next++) work(k);
-    } catch (...) {
-      std::lock_guard lock(failing);
-      if (!failure) failure = std::current_exception();
-      next = count;
-    }
-  };
-  {
-    std::vector<std::jthread> others;
-    for (size_t t = 1; t < std::min<size_t>(threads, count); ++t) {
-      try {
-        others.emplace_back(take);
-      } catch (...) {
-        break;  // no thread to be had: the others take its share
-      }
-    }
-    take();
-  }  // joins
-  if (failure) std::rethrow_exception(failure);
-}
-
 double ledger_prediction(double measured, const Finding& finding) {
   return measured > 0 ? std::max(0.0, measured - finding.saving_ms_per_step) : 0.0;
 }
@@ -113,23 +78,12 @@ WhatIf::WhatIf(const Analysis& analysis) : analysis_(analysis) {
   available_ = base_.steady_steps > 0;
 }
 
-void WhatIf::predict_findings(std::vector<Finding>& findings, unsigned threads) const {
+void WhatIf::predict_findings(std::vector<Finding>& findings) const {
   const double measured = analysis_.step_period_ns() / 1e6;
-  // The replay of each finding's fix alone, on several threads: each reads the graph and writes only its
-  // own slot.
-  std::vector<size_t> replayed;  // findings with a transform
-  for (size_t i = 0; i < findings.size(); ++i) {
-    if (available_ && !findings[i].fixes.empty()) replayed.push_back(i);
-  }
-  std::vector<double> fixed_steps(findings.size(), 0.0);
-  run_each(replayed.size(), threads, [&](size_t k) {
-    fixed_steps[replayed[k]] = whatif::replay(graph_, fixes_of(findings[replayed[k]]), false).replayed_step_ms;
-  });
   // A finding whose rule declares a transform saves min(its ledger claim, what the replay of its fix
   // alone takes off the step): the claim says which nanoseconds are its own (each is claimed once), the
   // replay how much of them shortens the step. Findings without a transform keep the claim.
-  for (size_t i = 0; i < findings.size(); ++i) {
-    Finding& finding = findings[i];
+  for (Finding& finding : findings) {
     finding.saving_basis = "ledger";
     finding.predicted_step_ms = ledger_prediction(measured, finding);
     if (!available_ || finding.fixes.empty()) continue;
@@ -140,7 +94,7 @@ void WhatIf::predict_findings(std::vector<Finding>& findings, unsigned threads) 
       if (fix.spec.primitive == whatif::Primitive::Batch) batch_factor = whatif::batch_factor(graph_, fix);
       if (fix.spec.primitive == whatif::Primitive::Batch) batch *= batch_factor.factor;
     }
-    const double fixed_step = fixed_steps[i];
+    const double fixed_step = whatif::replay(graph_, fixes, false).replayed_step_ms;
     const double fixed = fixed_step / batch;  // per the samples of one step as measured
     // The replay's own error cancels: the saving is what the transform changes in the replay.
     const double replayed_saving = std::max(0.0, base_.replayed_step_ms - fixed);

@@ -152,9 +152,8 @@ class WhatIf {
   // Fills predicted_step_ms of every finding. A finding whose rule declares a transform: the replay with
   // its fix alone; its saving becomes min(ledger claim, what that replay takes off the step), so no
   // nanosecond counts twice and only what shortens the step counts (saving_basis "ledger+replay"). Others:
-  // the period minus the claim ("ledger"). The replays, one per finding with a transform, run on up to
-  // `threads` threads (they only read the graph); the results do not depend on it.
-  void predict_findings(std::vector<Finding>& findings, unsigned threads = 1) const;
+  // the period minus the claim ("ledger").
+  void predict_findings(std::vector<Finding>& findings) const;
 
   // Measured vs replayed step, the critical path, and the step predicted with the transforms of
   // `findings` applied together (each transform once: no double counting by construction).
