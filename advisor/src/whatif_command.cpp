@@ -36,8 +36,28 @@ void print_items(const std::vector<whatif::CriticalItem>& items, std::ostream& o
   }
 }
 
+// A finding's part in the all-fixes replay: chosen (all of them, or the ones --apply names) and with a
+// transform that keeps the batch; a chosen finding that is not replayed says why.
+struct Choice {
+  bool applied = false;
+  std::string not_applied;  // chosen but not in the replay: why
+};
+
+std::vector<Choice> choose(const std::vector<Finding>& findings, const std::vector<bool>& chosen) {
+  std::vector<Choice> out(findings.size());
+  for (size_t i = 0; i < findings.size(); ++i) {
+    if (!chosen[i]) continue;
+    out[i].applied = in_all_fixes_replay(findings[i]);
+    if (out[i].applied) continue;
+    out[i].not_applied = findings[i].fixes.empty()
+                             ? "its rule declares no transform: the saving is the ledger's estimate"
+                             : "a batch-size fix: predicted per sample, alone";
+  }
+  return out;
+}
+
 void print_text(const std::string& path, const StepPrediction& p, const std::vector<Finding>& findings,
-                const std::vector<bool>& applied, std::ostream& out) {
+                const std::vector<Choice>& choices, std::ostream& out) {
   out << "ptadvise whatif: " << format::visible(path) << "\n";
   if (!p.available) {
     out << "  no steady steps to replay\n";
@@ -58,28 +78,32 @@ void print_text(const std::string& path, const StepPrediction& p, const std::vec
   out << "  critical path after:  " << format::critical_shares(p.critical_ms_fixed) << "\n";
   print_items(p.critical_top_fixed, out);
   out << "\n  findings (predicted step when fixed alone):\n";
+  if (findings.empty()) out << "    (none)\n";
   for (size_t i = 0; i < findings.size(); ++i) {
     const Finding& f = findings[i];
-    out << "    " << (applied[i] ? "[applied] " : "          ") << f.rule_id << " " << f.rule_name << " at "
+    out << "    " << (choices[i].applied ? "[applied] " : "          ") << f.rule_id << " " << f.rule_name << " at "
         << format::visible(describe_site(f.site)) << ": " << format::fixed(f.predicted_step_ms, 3) << " ms (saves "
         << format::fixed(f.saving_ms_per_step, 3) << " ms, " << f.saving_basis << ")  " << f.fingerprint << "\n";
+    if (!choices[i].not_applied.empty()) out << "              not in the replay: " << choices[i].not_applied << "\n";
   }
 }
 
 void print_json(const std::string& path, const StepPrediction& p, const std::vector<Finding>& findings,
-                const std::vector<bool>& applied, std::ostream& out) {
+                const std::vector<Choice>& choices, std::ostream& out) {
   using jsondoc::Json;
   using jsondoc::number;
   Json list = Json::array();
   for (size_t i = 0; i < findings.size(); ++i) {
     const Finding& f = findings[i];
-    list.push_back({{"rule_id", f.rule_id},
-                    {"fingerprint", f.fingerprint},
-                    {"site", describe_site(f.site)},
-                    {"applied", static_cast<bool>(applied[i])},
-                    {"predicted_step_ms", number(f.predicted_step_ms, 3)},
-                    {"saving_ms_per_step", number(f.saving_ms_per_step, 3)},
-                    {"saving_basis", f.saving_basis}});
+    Json item = {{"rule_id", f.rule_id},
+                 {"fingerprint", f.fingerprint},
+                 {"site", describe_site(f.site)},
+                 {"applied", choices[i].applied},
+                 {"predicted_step_ms", number(f.predicted_step_ms, 3)},
+                 {"saving_ms_per_step", number(f.saving_ms_per_step, 3)},
+                 {"saving_basis", f.saving_basis}};
+    if (!choices[i].not_applied.empty()) item["not_applied"] = choices[i].not_applied;
+    list.push_back(std::move(item));
   }
   jsondoc::write(out, Json{{"path", path}, {"whatif", format::whatif_document(p)}, {"findings", std::move(list)}});
 }
@@ -123,11 +147,11 @@ int run_whatif(const WhatifOptions& options, std::ostream& out, std::ostream& er
   const WhatIf whatif(analysis);
   whatif.predict_findings(findings);
   rank_findings(findings);  // sets the fingerprints --apply may name
-  std::vector<bool> applied(findings.size(), options.apply.empty());
+  std::vector<bool> picked(findings.size(), options.apply.empty());
   for (const std::string& wanted : options.apply) {
     bool found = false;
     for (size_t i = 0; i < findings.size(); ++i) {
-      if (matches(findings[i], wanted)) applied[i] = found = true;
+      if (matches(findings[i], wanted)) picked[i] = found = true;
     }
     if (found) continue;
     if (rules.find(wanted) != nullptr) return fail("--apply " + wanted + ": the rule reports nothing on this trace");
@@ -137,13 +161,14 @@ int run_whatif(const WhatifOptions& options, std::ostream& out, std::ostream& er
   }
   std::vector<Finding> chosen;
   for (size_t i = 0; i < findings.size(); ++i) {
-    if (applied[i]) chosen.push_back(findings[i]);
+    if (picked[i]) chosen.push_back(findings[i]);
   }
   StepPrediction prediction = whatif.predict_steps(chosen);
+  const std::vector<Choice> choices = choose(findings, picked);
   if (options.format == "json") {
-    print_json(timeline.path, prediction, findings, applied, out);
+    print_json(timeline.path, prediction, findings, choices, out);
   } else {
-    print_text(timeline.path, prediction, findings, applied, out);
+    print_text(timeline.path, prediction, findings, choices, out);
   }
   return 0;
 }

@@ -29,7 +29,7 @@ bool changes_batch(const Finding& finding) {
 std::vector<whatif::Fix> fixes_of(const std::vector<Finding>& findings, size_t* count) {
   std::vector<whatif::Fix> fixes;
   for (const Finding& finding : findings) {
-    if (finding.fixes.empty() || changes_batch(finding)) continue;
+    if (!in_all_fixes_replay(finding)) continue;
     std::vector<whatif::Fix> own = fixes_of(finding);
     fixes.insert(fixes.end(), own.begin(), own.end());
     if (count) ++*count;
@@ -70,6 +70,8 @@ double ledger_prediction(double measured, const Finding& finding) {
 }
 
 }  // namespace
+
+bool in_all_fixes_replay(const Finding& finding) { return !finding.fixes.empty() && !changes_batch(finding); }
 
 WhatIf::WhatIf(const Analysis& analysis) : analysis_(analysis) {
   if (analysis.steady_step_count() == 0 || analysis.step_period_ns() <= 0 || analysis.timeline == nullptr) return;

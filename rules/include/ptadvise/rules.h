@@ -166,6 +166,10 @@ class WhatIf {
   whatif::ReplayResult base_;
 };
 
+// Whether predict_steps replays the finding's fix with the others: its rule declares a transform that
+// keeps the step's batch (a batch-size fix is predicted per sample, alone).
+bool in_all_fixes_replay(const Finding& finding);
+
 // The same, each with a WhatIf of its own (one graph per call). evaluate() calls predict_findings unless
 // EvaluateOptions::predict is off.
 void predict_findings(const Analysis& analysis, std::vector<Finding>& findings);

@@ -54,6 +54,63 @@ TEST_CASE("whatif command: the data-loader fix on the num_workers=0 scenario") {
   CHECK(text.str().find("critical path before: data loader") != std::string::npos);
 }
 
+TEST_CASE("whatif command: only findings whose fix is replayed are marked applied, the others say why") {
+  // 16: two findings without a transform and a batch-size fix (predicted per sample, alone): none is in
+  // the all-fixes replay, so the prediction is the replayed step with 0 fixes.
+  WhatifOptions options;
+  options.trace = std::string(PTADVISE_SOURCE_DIR) + "/testdata/scenarios/16_small_batch_memory_underused.json.gz";
+  options.format = "json";
+  std::ostringstream out, err;
+  REQUIRE(run_whatif(options, out, err) == 0);
+  const auto document = nlohmann::json::parse(out.str());
+  CHECK(document.at("whatif").at("fixes_replayed") == 0);
+  const auto& findings = document.at("findings");
+  REQUIRE(findings.size() == 3);
+  for (const auto& finding : findings) {
+    CAPTURE(finding.dump());
+    CHECK(finding.at("applied") == false);
+    const std::string why = finding.at("not_applied");
+    CHECK(why == (finding.at("rule_id") == "PTA118" ? "a batch-size fix: predicted per sample, alone"
+                                                    : "its rule declares no transform: the saving is the ledger's estimate"));
+  }
+  options.format = "text";
+  std::ostringstream text;
+  REQUIRE(run_whatif(options, text, err) == 0);
+  CHECK(text.str().find("[applied]") == std::string::npos);
+  CHECK(text.str().find("with 0 fixes applied together") != std::string::npos);
+
+  // A finding with a transform that --apply did not name is neither applied nor explained.
+  options.trace = std::string(PTADVISE_SOURCE_DIR) + "/testdata/scenarios/12_empty_cache_every_step.json.gz";
+  options.format = "json";
+  std::ostringstream all;
+  REQUIRE(run_whatif(options, all, err) == 0);
+  const auto every = nlohmann::json::parse(all.str()).at("findings");
+  REQUIRE(every.size() == 3);  // PTA104 (no transform), PTA114 and PTA121 (both replayed)
+  CHECK(every[0].at("applied") == false);
+  CHECK(every[1].at("applied") == true);
+  CHECK(every[2].at("applied") == true);
+  options.apply = {every[1].at("fingerprint").get<std::string>()};
+  std::ostringstream one;
+  REQUIRE(run_whatif(options, one, err) == 0);
+  const auto picked = nlohmann::json::parse(one.str());
+  CHECK(picked.at("whatif").at("fixes_replayed") == 1);
+  const auto& listed = picked.at("findings");
+  REQUIRE(listed.size() == 3);
+  CHECK(listed[1].at("applied") == true);
+  for (size_t i : {size_t{0}, size_t{2}}) {
+    CHECK(listed[i].at("applied") == false);
+    CHECK_FALSE(listed[i].contains("not_applied"));
+  }
+}
+
+TEST_CASE("whatif command: a trace without findings says so") {
+  WhatifOptions options;
+  options.trace = std::string(PTADVISE_SOURCE_DIR) + "/testdata/scenarios/well_tuned.json.gz";
+  std::ostringstream out, err;
+  REQUIRE(run_whatif(options, out, err) == 0);
+  CHECK(out.str().find("findings (predicted step when fixed alone):\n    (none)\n") != std::string::npos);
+}
+
 TEST_CASE("whatif command: --apply names a rule, a rule name or a fingerprint of the trace") {
   WhatifOptions options;
   options.trace = kLoader;
