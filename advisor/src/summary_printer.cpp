@@ -102,7 +102,10 @@ std::string summary_text(const Summary& summary, const StepPrediction* replay) {
                     format::visible(summary.step_note) + ")");
   if (summary.step_count == 0) return out;
   if (!summary.warmup_note.empty()) line("warm-up", format::visible(summary.warmup_note));
-  if (summary.last_step_partial) line("", "the last step was cut short by the end of profiling: left out");
+  if (summary.last_step_partial) {
+    line("", "the last step holds less than half the events of the others (as when profiling stops inside a step): "
+             "left out");
+  }
   if (summary.steady_steps == 0) return out;
   line("step period", ms(summary.step_period_ms) + " mean over " + std::to_string(summary.steady_steps) +
                           " steady step" + (summary.steady_steps == 1 ? "" : "s") + ", median " +

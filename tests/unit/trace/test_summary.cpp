@@ -82,6 +82,11 @@ TEST_CASE("summary printers: text names the figures; JSON carries the documented
   CHECK(text.find("median 0.750 ms, p90 1.000 ms") != std::string::npos);
   CHECK(text.find("56.0%") != std::string::npos);
   CHECK(text.find("2.5 per step, 40.0% shorter than 10 us") != std::string::npos);
+  CHECK(text.find("the last step") == std::string::npos);
+  summary.last_step_partial = true;  // says what was measured (fewer events), not why
+  CHECK(summary_text(summary).find("the last step holds less than half the events of the others (as when profiling "
+                                   "stops inside a step): left out") != std::string::npos);
+  summary.last_step_partial = false;
 
   const std::string json = summary_json(summary, 0);
   for (std::string key : {"\"devices\":[{\"id\":0,\"name\":\"NVIDIA H100\"", "\"steps\":{\"count\":2",
