@@ -110,6 +110,7 @@ RankResult check_file(const std::string& path, const RankCheck& check, const Loa
   trace.warnings = timeline.stats.warnings;
   if (partial) trace.warnings.push_back(*partial);
   for (const std::string& note : unexplained_idle_notes(summary)) trace.warnings.push_back(timeline.path + ": " + note);
+  if (auto note = missing_gpu_activity_note(timeline)) trace.warnings.push_back(timeline.path + ": " + *note);
   for (auto& finding : trace.findings) {
     if (finding.trace_path.empty()) finding.trace_path = timeline.path;
     if (!finding.trace_rank) finding.trace_rank = timeline.rank;

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdio>
 #include <limits>
+#include <optional>
 #include <string>
 #include <utility>
 
@@ -260,6 +261,54 @@ std::vector<std::string> unexplained_idle_notes(const Summary& summary) {
     }
   }
   return notes;
+}
+
+std::optional<std::string> missing_gpu_activity_note(const Timeline& timeline) {
+  const Events& events = timeline.events;
+  size_t launches = 0, profiler_ranges = 0;
+  int64_t sync_ns = 0;
+  for (EventIndex i = 0; i < events.size(); ++i) {
+    const EventKind kind = events.kind[i];
+    if (is_gpu_activity(kind)) return std::nullopt;
+    if (kind == EventKind::Other && timeline.strings.view(events.category[i]) == "cuda_profiler_range") ++profiler_ranges;
+    if (kind != EventKind::Runtime && kind != EventKind::Driver) continue;
+    const std::string_view name = timeline.name(i);
+    // Calls that queue GPU work: kernel and graph launches, copies and memsets (CUDA and HIP, runtime and
+    // driver API); attribute queries and stream or event management queue nothing.
+    const bool queues = name.find("Launch") != std::string_view::npos || name.find("emcpy") != std::string_view::npos ||
+                        name.find("emset") != std::string_view::npos;
+    if (queues) ++launches;
+    if (name.find("Synchronize") != std::string_view::npos) sync_ns += events.dur_ns[i];
+  }
+  constexpr const char* kNotRecorded =
+      "the GPU's activity was not recorded (ProfilerActivity.CUDA left out of `activities`, or the profiler could "
+      "not start CUPTI/roctracer or lost its buffers)";
+  constexpr const char* kNotRun = "; the rules that need GPU activity did not run (see the coverage line)";
+  char text[200];
+  if (profiler_ranges > 0) {
+    // Kineto's CUPTI range profiler (experimental_config with profiler_metrics) records counter values per
+    // kernel range.
+    std::snprintf(text, sizeof text,
+                  "the trace holds %zu CUPTI range-profiler range%s (performance counters per kernel) and no "
+                  "kernel, copy or memset: the GPU's activity was not recorded beside the counters",
+                  profiler_ranges, profiler_ranges == 1 ? "" : "s");
+    return std::string(text) + kNotRun;
+  }
+  if (launches > 0) {
+    std::snprintf(text, sizeof text,
+                  "the host queued GPU work %zu time%s (kernel launches, copies, memsets) but the trace holds no "
+                  "kernel, copy or memset: ",
+                  launches, launches == 1 ? "" : "s");
+    return std::string(text) + kNotRecorded + kNotRun;
+  }
+  if (sync_ns >= 1'000'000 && !timeline.devices.empty()) {
+    std::snprintf(text, sizeof text,
+                  "the host waited %.1f ms in synchronising calls on the %zu GPU%s the trace lists, which holds no "
+                  "kernel, copy or memset: ",
+                  static_cast<double>(sync_ns) / 1e6, timeline.devices.size(), timeline.devices.size() == 1 ? "" : "s");
+    return std::string(text) + "the work was queued before profiling started, or " + kNotRecorded + kNotRun;
+  }
+  return std::nullopt;
 }
 
 }  // namespace ptadvise

@@ -404,6 +404,22 @@ TEST_CASE("check: the README's example of the text report is what check prints")
   CHECK(run.out == shown);
 }
 
+TEST_CASE("check: a trace whose GPU activity was not recorded says so among its warnings") {
+  const std::string counters = std::string(PTADVISE_SHARED_DIR) +
+                               "/traces/HTA__tests__data__cupti_profiler__benchmark_result_924719_1679055439_trace.json.gz";
+  if (!std::filesystem::exists(counters)) {
+    MESSAGE("skipped: " << counters << " is absent (the shared traces live beside the project)");
+    return;
+  }
+  TempDir dir;
+  Run json = ptadvise_cli("check --exit-zero --format json '" + counters + "'", dir.path());
+  CHECK(json.exit_code == 0);
+  const auto warnings = nlohmann::json::parse(json.out)["traces"][0]["warnings"];
+  REQUIRE(warnings.size() == 1);
+  CHECK(warnings[0].get<std::string>().find(": the trace holds 77 CUPTI range-profiler ranges (performance counters "
+                                            "per kernel) and no kernel, copy or memset") != std::string::npos);
+}
+
 TEST_CASE("check: --no-whatif skips the replay; savings and predictions come from the ledger") {
   TempDir dir;
   const std::string loader = scenario("05_dataloader_num_workers_0");

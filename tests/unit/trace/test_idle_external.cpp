@@ -199,3 +199,55 @@ TEST_CASE("ledger: no steady step when one-off work fills half the steps or more
     CHECK(analysis.steady_state_note.empty());
   }
 }
+
+TEST_CASE("notes: GPU work the host queued or awaited, with no GPU activity in the trace, is said to be missing") {
+  // Launches and copies with no kernel or copy recorded: the GPU's activity was not recorded.
+  TraceBuilder launched(Era::Kineto2023);
+  launched.cpu_op("aten::mm", 0, 100);
+  launched.runtime("cudaLaunchKernel", 10, 5, launched.next_correlation());
+  launched.runtime("cudaMemcpyAsync", 20, 5, launched.next_correlation());
+  launched.runtime("cudaGetDeviceCount", 30, 1, launched.next_correlation());  // queues nothing
+  Timeline queued = launched.load();
+  CHECK(missing_gpu_activity_note(queued) ==
+        "the host queued GPU work 2 times (kernel launches, copies, memsets) but the trace holds no kernel, copy or "
+        "memset: the GPU's activity was not recorded (ProfilerActivity.CUDA left out of `activities`, or the "
+        "profiler could not start CUPTI/roctracer or lost its buffers); the rules that need GPU activity did not "
+        "run (see the coverage line)");
+
+  // Only a wait, on a GPU the trace lists: work queued before profiling, or not recorded.
+  TraceBuilder waited(Era::Kineto2023);
+  waited.device(0, "NVIDIA A100", 8, 0, int64_t{40} << 30);
+  waited.cpu_op("aten::item", 0, 3000);
+  waited.runtime("cudaDeviceSynchronize", 10, 2500, waited.next_correlation());
+  Timeline blocked = waited.load();
+  const auto note = missing_gpu_activity_note(blocked);
+  REQUIRE(note);
+  CHECK(note->find("the host waited 2.5 ms in synchronising calls on the 1 GPU the trace lists, which holds no "
+                   "kernel, copy or memset: the work was queued before profiling started, or the GPU's activity") == 0);
+
+  // Under 1 ms of waiting, no GPU listed, or any GPU activity at all: nothing to say.
+  TraceBuilder short_wait(Era::Kineto2023);
+  short_wait.device(0, "NVIDIA A100", 8, 0, int64_t{40} << 30);
+  short_wait.runtime("cudaDeviceSynchronize", 10, 900, short_wait.next_correlation());
+  Timeline brief = short_wait.load();
+  CHECK_FALSE(missing_gpu_activity_note(brief));
+  TraceBuilder no_device(Era::Kineto2023);
+  no_device.runtime("cudaDeviceSynchronize", 10, 2500, no_device.next_correlation());
+  Timeline unlisted = no_device.load();
+  CHECK_FALSE(missing_gpu_activity_note(unlisted));
+  TraceBuilder with_kernel(Era::Kineto2023);
+  with_kernel.launch("k", 0, 5, 10, 100);
+  with_kernel.runtime("cudaLaunchKernel", 200, 5, with_kernel.next_correlation());
+  Timeline recorded = with_kernel.load();
+  CHECK_FALSE(missing_gpu_activity_note(recorded));
+
+  // CUPTI's range profiler: counters per kernel range, no activity.
+  TraceBuilder ranges(Era::Kineto2023);
+  ranges.runtime("cudaLaunchKernel", 10, 5, ranges.next_correlation());
+  ranges.complete("cuda_profiler_range", "gemm", 20, 50, "0", "0", "\"kineto.sm__throughput.avg.pct\": 50");
+  Timeline counters = ranges.load();
+  CHECK(missing_gpu_activity_note(counters) ==
+        "the trace holds 1 CUPTI range-profiler range (performance counters per kernel) and no kernel, copy or "
+        "memset: the GPU's activity was not recorded beside the counters; the rules that need GPU activity did not "
+        "run (see the coverage line)");
+}
