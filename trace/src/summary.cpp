@@ -270,7 +270,9 @@ std::optional<std::string> missing_gpu_activity_note(const Timeline& timeline) {
   for (EventIndex i = 0; i < events.size(); ++i) {
     const EventKind kind = events.kind[i];
     if (is_gpu_activity(kind)) return std::nullopt;
-    if (kind == EventKind::Other && timeline.strings.view(events.category[i]) == "cuda_profiler_range") ++profiler_ranges;
+    if (kind == EventKind::Other && timeline.strings.view(events.category[i]) == "cuda_profiler_range") {
+      ++profiler_ranges;
+    }
     if (kind != EventKind::Runtime && kind != EventKind::Driver) continue;
     const std::string_view name = timeline.name(i);
     // Calls that queue GPU work: kernel and graph launches, copies and memsets (CUDA and HIP, runtime and
@@ -284,7 +286,7 @@ std::optional<std::string> missing_gpu_activity_note(const Timeline& timeline) {
       "the GPU's activity was not recorded (ProfilerActivity.CUDA left out of `activities`, or the profiler could "
       "not start CUPTI/roctracer or lost its buffers)";
   constexpr const char* kNotRun = "; the rules that need GPU activity did not run (see the coverage line)";
-  char text[200];
+  char text[256];
   if (profiler_ranges > 0) {
     // Kineto's CUPTI range profiler (experimental_config with profiler_metrics) records counter values per
     // kernel range.

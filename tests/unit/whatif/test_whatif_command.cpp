@@ -70,8 +70,9 @@ TEST_CASE("whatif command: only findings whose fix is replayed are marked applie
     CAPTURE(finding.dump());
     CHECK(finding.at("applied") == false);
     const std::string why = finding.at("not_applied");
-    CHECK(why == (finding.at("rule_id") == "PTA118" ? "a batch-size fix: predicted per sample, alone"
-                                                    : "its rule declares no transform: the saving is the ledger's estimate"));
+    const bool batch = finding.at("rule_id") == "PTA118";
+    CHECK(why == (batch ? "a batch-size fix: predicted per sample, alone"
+                        : "its rule declares no transform: the saving is the ledger's estimate"));
   }
   options.format = "text";
   std::ostringstream text;
