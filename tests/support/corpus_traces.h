@@ -28,6 +28,14 @@ inline std::optional<std::filesystem::path> corpus_traces() {
   return std::nullopt;
 }
 
+// The path of one corpus trace, or nullopt (said as a skip) when it is absent.
+inline std::optional<std::string> corpus_trace_path(const std::string& file) {
+  const std::filesystem::path path = std::filesystem::path(PTADVISE_SHARED_DIR) / "traces" / file;
+  if (std::filesystem::exists(path)) return path.string();
+  MESSAGE("skipped: " << path.string() << " is absent (the shared traces live beside the project)");
+  return std::nullopt;
+}
+
 // One corpus trace, loaded; nullopt (said as a skip) when the file is absent. A trace that does not load
 // fails the test.
 inline std::optional<Timeline> load_corpus_trace(const std::filesystem::path& traces, const std::string& file) {

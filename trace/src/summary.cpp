@@ -265,6 +265,17 @@ std::vector<std::string> unexplained_idle_notes(const Summary& summary) {
 
 std::optional<std::string> missing_gpu_activity_note(const Timeline& timeline) {
   const Events& events = timeline.events;
+  // GPU tracks first: a trace with GPU activity answers at its first kernel or copy, without a pass over
+  // the host's events (which Kineto writes before the GPU's).
+  for (size_t t = 0; t < timeline.tracks.size(); ++t) {
+    if (timeline.tracks[t].kind != TrackKind::Gpu) continue;
+    for (EventIndex e : timeline.track_events[t]) {
+      if (is_gpu_activity(events.kind[e])) return std::nullopt;
+    }
+  }
+  // Calls that queue GPU work (kernel and graph launches, async copies and memsets) and calls the host
+  // waits in (synchronizes, synchronous copies), as the analysis classes them.
+  const detail::NameClasses names = detail::classify_names(timeline.strings);
   size_t launches = 0, profiler_ranges = 0;
   int64_t sync_ns = 0;
   for (EventIndex i = 0; i < events.size(); ++i) {
@@ -274,13 +285,8 @@ std::optional<std::string> missing_gpu_activity_note(const Timeline& timeline) {
       ++profiler_ranges;
     }
     if (kind != EventKind::Runtime && kind != EventKind::Driver) continue;
-    const std::string_view name = timeline.name(i);
-    // Calls that queue GPU work: kernel and graph launches, copies and memsets (CUDA and HIP, runtime and
-    // driver API); attribute queries and stream or event management queue nothing.
-    const bool queues = name.find("Launch") != std::string_view::npos || name.find("emcpy") != std::string_view::npos ||
-                        name.find("emset") != std::string_view::npos;
-    if (queues) ++launches;
-    if (name.find("Synchronize") != std::string_view::npos) sync_ns += events.dur_ns[i];
+    if (names.has(timeline, i, detail::kLaunchCall)) ++launches;
+    if (names.has(timeline, i, detail::kSyncCall)) sync_ns += events.dur_ns[i];
   }
   constexpr const char* kNotRecorded =
       "the GPU's activity was not recorded (ProfilerActivity.CUDA left out of `activities`, or the profiler could "

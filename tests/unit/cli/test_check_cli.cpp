@@ -12,6 +12,7 @@
 #include "../advisor/python_check.h"
 #include "../advisor/temp_dir.h"
 #include "cli_run.h"
+#include "corpus_traces.h"
 #include "trace_builder.h"
 
 namespace {
@@ -355,11 +356,9 @@ TEST_CASE("check: a directory of per-rank traces is one job; shared findings fol
 }
 
 TEST_CASE("check: a 130 ns toy trace gets no warning (the noise floor)" * doctest::test_suite("corpus")) {
-  const std::string toy = std::string(PTADVISE_SHARED_DIR) + "/traces/kineto__docs__traces__before_fix_trace.json";
-  if (!std::filesystem::exists(toy)) {
-    MESSAGE("skipped: " << toy << " is absent (the shared traces live beside the project)");
-    return;
-  }
+  const auto toy_path = ptadvise::testing::corpus_trace_path("kineto__docs__traces__before_fix_trace.json");
+  if (!toy_path) return;
+  const std::string& toy = *toy_path;
   TempDir dir;
   Run run = ptadvise_cli("check --fail-on info '" + toy + "'", dir.path());
   CHECK(run.exit_code == 0);
@@ -367,12 +366,10 @@ TEST_CASE("check: a 130 ns toy trace gets no warning (the noise floor)" * doctes
 }
 
 TEST_CASE("check: every format says which rules could not check a CPU-only trace" * doctest::test_suite("corpus")) {
-  const std::string cpu = std::string(PTADVISE_SHARED_DIR) +
-                          "/traces/HTA__tests__data__cpu_only__rank-34.Jul_15_10_52_41.1074.pt.trace.json.gz";
-  if (!std::filesystem::exists(cpu)) {
-    MESSAGE("skipped: " << cpu << " is absent (the shared traces live beside the project)");
-    return;
-  }
+  const auto cpu_path =
+      ptadvise::testing::corpus_trace_path("HTA__tests__data__cpu_only__rank-34.Jul_15_10_52_41.1074.pt.trace.json.gz");
+  if (!cpu_path) return;
+  const std::string& cpu = *cpu_path;
   TempDir dir;
   Run text = ptadvise_cli("check --exit-zero '" + cpu + "'", dir.path(), "COLUMNS=1000");
   CHECK(text.out.find("no GPU activity in the trace") != std::string::npos);
@@ -404,13 +401,12 @@ TEST_CASE("check: the README's example of the text report is what check prints")
   CHECK(run.out == shown);
 }
 
-TEST_CASE("check: a trace whose GPU activity was not recorded says so among its warnings") {
-  const std::string counters = std::string(PTADVISE_SHARED_DIR) +
-                               "/traces/HTA__tests__data__cupti_profiler__benchmark_result_924719_1679055439_trace.json.gz";
-  if (!std::filesystem::exists(counters)) {
-    MESSAGE("skipped: " << counters << " is absent (the shared traces live beside the project)");
-    return;
-  }
+TEST_CASE("check: a trace whose GPU activity was not recorded says so among its warnings" *
+          doctest::test_suite("corpus")) {
+  const auto counters_path = ptadvise::testing::corpus_trace_path(
+      "HTA__tests__data__cupti_profiler__benchmark_result_924719_1679055439_trace.json.gz");
+  if (!counters_path) return;
+  const std::string& counters = *counters_path;
   TempDir dir;
   Run json = ptadvise_cli("check --exit-zero --format json '" + counters + "'", dir.path());
   CHECK(json.exit_code == 0);

@@ -275,9 +275,11 @@ Summary summarize(const Analysis& analysis, size_t top_n = 10);
 // (Analysis::steady_state), the note that says so and that no rule ran.
 std::vector<std::string> unexplained_idle_notes(const Summary& summary);
 
-// A trace with no kernel, copy or memset although its host launched GPU work, or waited in synchronising
-// calls (1 ms or more) on GPUs the trace lists: the GPU's activity was not recorded, and the rules that need
-// it did not run. One sentence for the trace's notes; nullopt otherwise (a CPU-only profile says nothing).
+// A trace with no kernel, copy or memset although its host launched GPU work, waited in synchronising
+// calls (1 ms or more) on GPUs the trace lists, or it holds CUPTI range-profiler ranges: the GPU's activity
+// was not recorded, and the rules that need it did not run. One sentence for the trace's notes; nullopt
+// otherwise (a CPU-only profile says nothing). Looks at the GPU tracks first: no pass over the events of
+// a trace with GPU activity.
 std::optional<std::string> missing_gpu_activity_note(const Timeline& timeline);
 
 }  // namespace ptadvise
