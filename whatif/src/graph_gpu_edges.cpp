@@ -16,13 +16,16 @@ void Builder::order_edges() {
     for (size_t k = 1; k < lane.nodes.size(); ++k) {
       const uint32_t prev = lane.nodes[k - 1], node = lane.nodes[k];
       int64_t delay = 0;
+      bool cause_untraced = false;
       if (lane.gpu) {
         const uint32_t call = call_node(ev_.launch[g_.nodes[node].event]);
         if (call == kNone || launched_behind(prev, call)) {
           delay = std::max<int64_t>(0, g_.nodes[node].start_ns - (g_.nodes[prev].start_ns + g_.nodes[prev].dur_ns));
+          cause_untraced = call == kNone && delay > 0 && graph_launch_before(g_.nodes[node].start_ns) == kNone;
         }
       }
       add_edge(2 * prev + 1, 2 * node, delay, EdgeKind::Order);
+      g_.edges.back().cause_untraced = cause_untraced;
     }
   }
 }

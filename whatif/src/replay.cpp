@@ -181,12 +181,15 @@ int64_t period(const StepTimes& st, size_t k, bool& from_gpu) {
 Category edge_category(const Graph& g, const Edge& edge) {
   switch (edge.kind) {
     case EdgeKind::Wait: return Category::Sync;
-    case EdgeKind::Order: case EdgeKind::StreamEvent: return g.nodes[edge.to / 2].category;
+    case EdgeKind::Order: case EdgeKind::StreamEvent:
+      return edge.cause_untraced ? Category::Host : g.nodes[edge.to / 2].category;
     default: return Category::Host;
   }
 }
 
-std::string_view edge_label(EdgeKind kind) {
+// `category`: the one edge_category gave the piece (a GPU gap charged to the host had no traced cause).
+std::string_view edge_label(EdgeKind kind, Category category) {
+  if (kind == EdgeKind::Order && category == Category::Host) return "(GPU gap, no traced launch)";
   switch (kind) {
     case EdgeKind::Launch: return "(launch latency)";
     case EdgeKind::Wait: return "(return from the wait)";
@@ -287,7 +290,8 @@ void critical_path(const Graph& g, const Schedule& s, const StepTimes& st, Repla
   for (const auto& [key, total] : by_key) {
     const uint64_t what = key >> 8;
     std::string name = what == kHostGap                  ? std::string("(host gap)")
-                       : (what & kEdgeLabel) == kEdgeLabel ? std::string(edge_label(static_cast<EdgeKind>(what & 0xff)))
+                       : (what & kEdgeLabel) == kEdgeLabel ? std::string(edge_label(static_cast<EdgeKind>(what & 0xff),
+                                                                                  static_cast<Category>(key & 0xff)))
                                                            : std::string(tl.strings.view(static_cast<StringId>(what)));
     by_name[{std::move(name), static_cast<Category>(key & 0xff)}] += total;
   }

@@ -342,3 +342,32 @@ TEST_CASE("whatif: batch scales the selected GPU work and stops where it fills t
   CHECK(whatif::batch_headroom(use, 0.05) == 2);  // 4 GiB: 2 + 2 * 1 fits, 2 + 4 * 1 does not
   CHECK(whatif::batch_headroom(whatif::MemoryUse{}, 0.8) == 1);
 }
+
+TEST_CASE("whatif: a GPU gap before an op no traced call launched is charged to the host, not to the op") {
+  // No step markers: the window is one step, from the first GPU op to the end of the last. Twice: a 50 µs
+  // copy that no call in the trace launched, then 800 µs later (nothing traced explains the wait) a
+  // 20 µs kernel, also unlaunched; the second copy starts 130 µs after the first kernel ends.
+  testing::TraceBuilder trace(testing::Era::Kineto2023);
+  trace.device(0, "NVIDIA A100", 8, 0, 80LL << 30);
+  trace.cpu_op("aten::empty", 0, 5);
+  for (int k = 0; k < 2; ++k) {
+    const double s = 1000 + 1000.0 * k;
+    trace.memcpy("HtoD", "Pinned", "Device", s, 50, 1 << 20, trace.next_correlation());
+    trace.kernel(k == 0 ? "add_kernel" : "mul_kernel", s + 850, 20, trace.next_correlation());
+  }
+  Timeline timeline = trace.load();
+  Analysis analysis = analyze(timeline);
+  REQUIRE(analysis.steps.size() == 1);
+  whatif::ReplayResult result = whatif::replay(whatif::build_graph(analysis));
+  REQUIRE(result.steady_steps == 1);
+  CHECK(result.replayed_step_ms == doctest::Approx(1.870));
+  // The copies' 100 µs and the kernels' 40 µs are theirs; the 1,730 µs between them are gaps nothing in
+  // the trace caused: host, not compute or copies.
+  CHECK(result.critical_ms[static_cast<size_t>(whatif::Category::Copy)] == doctest::Approx(0.100));
+  CHECK(result.critical_ms[static_cast<size_t>(whatif::Category::Compute)] == doctest::Approx(0.040));
+  CHECK(result.critical_ms[static_cast<size_t>(whatif::Category::Host)] == doctest::Approx(1.730));
+  REQUIRE(!result.critical_top.empty());
+  CHECK(result.critical_top.front().name == "(GPU gap, no traced launch)");
+  CHECK(result.critical_top.front().category == whatif::Category::Host);
+  CHECK(result.critical_top.front().ms_per_step == doctest::Approx(1.730));
+}

@@ -55,6 +55,9 @@ struct Edge {
   uint32_t to = 0;    // vertex
   int64_t delay_ns = 0;
   EdgeKind kind = EdgeKind::Order;
+  // A GPU gap before an op that no traced call launched (nor a CUDA-graph launch): what held the GPU is
+  // outside the trace, so the critical path charges the gap to the host, not to the op after it.
+  bool cause_untraced = false;
 };
 
 struct Lane {
