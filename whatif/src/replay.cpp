@@ -173,7 +173,10 @@ int64_t period(const StepTimes& st, size_t k, bool& from_gpu) {
     gpu = k + 1 < n && st.gpu_first[k + 1] != kUnset ? st.gpu_first[k + 1] - st.gpu_first[k]
                                                      : st.gpu_end[k] - st.gpu_first[k];
   }
-  from_gpu = gpu > host || (st.gpu_span_only[k] && st.gpu_first[k] != kUnset);
+  // A tie goes to the GPU side: the walk back from the next step's first GPU op still crosses to the host
+  // when that op waited for its launch, while the host's instant in a tie is often only where it was
+  // when the GPU started that op (steps cut at GPU ops, a host blocked in a wait).
+  from_gpu = (st.gpu_first[k] != kUnset && gpu >= host) || (st.gpu_span_only[k] && st.gpu_first[k] != kUnset);
   if (st.gpu_span_only[k] && st.gpu_first[k] != kUnset) return std::max<int64_t>(0, gpu);
   return std::max<int64_t>(0, std::max(host, gpu));
 }
@@ -248,15 +251,16 @@ void critical_path(const Graph& g, const Schedule& s, const StepTimes& st, Repla
     uint32_t vertex = kNone;
     int64_t until = 0;
     if (k + 1 < n) {
-      if (from_gpu && st.gpu_first_node[k + 1] != kNone) {
-        vertex = 2 * st.gpu_first_node[k + 1];
-        until = s.time[vertex];
-      } else if (g.main_lane != kNone) {
+      if (!from_gpu && g.main_lane != kNone) {
         until = st.host_start[k + 1];
         const Lane& lane = g.lanes[g.main_lane];
         auto it = std::upper_bound(lane.nodes.begin(), lane.nodes.end(), a.steps[k + 1].start_ns,
                                    [&g](int64_t t, uint32_t m) { return t < g.nodes[m].start_ns; });
         if (it != lane.nodes.begin()) vertex = 2 * *(it - 1);  // the node running at the next step's start
+      }
+      if (from_gpu && st.gpu_first_node[k + 1] != kNone) {
+        vertex = 2 * st.gpu_first_node[k + 1];
+        until = s.time[vertex];
       }
     } else {
       // The last step ends with its last GPU op or the end of its host interval.

@@ -371,3 +371,28 @@ TEST_CASE("whatif: a GPU gap before an op no traced call launched is charged to 
   CHECK(result.critical_top.front().category == whatif::Category::Host);
   CHECK(result.critical_top.front().ms_per_step == doctest::Approx(1.730));
 }
+
+TEST_CASE("whatif: steps cut at GPU ops while the host waits: the GPU sets the critical path") {
+  // No step markers and no CPU ops: six 300 µs GEMMs launched 10 µs apart (the trace does not link the
+  // launches to them, as in some ROCm traces), then one cudaDeviceSynchronize until the last ends. Steps
+  // are inferred from the kernel sequence, cut at each GEMM's start: the host's instant there lies inside
+  // the wait, and its period ties the GPU's.
+  testing::TraceBuilder trace(testing::Era::Kineto2023);
+  trace.device(0, "NVIDIA A100", 8, 0, 80LL << 30);
+  for (int k = 0; k < 6; ++k) {
+    trace.runtime("cudaLaunchKernel", 1002 + 10.0 * k, 5, trace.next_correlation());
+    trace.kernel("gemm_kernel", 1010 + 300.0 * k, 300, trace.next_correlation());  // no link to its launch
+  }
+  trace.runtime("cudaDeviceSynchronize", 1062, 1750, trace.next_correlation());  // ends at 2812: 2 µs after
+  Timeline timeline = trace.load();
+  Analysis analysis = analyze(timeline);
+  REQUIRE(analysis.steps.size() == 6);
+  REQUIRE(analysis.step_source == StepSource::Inferred);
+  whatif::ReplayResult result = whatif::replay(whatif::build_graph(analysis));
+  REQUIRE(result.steady_steps > 0);
+  CHECK(result.replayed_step_ms == doctest::Approx(0.300));
+  CHECK(result.critical_ms[static_cast<size_t>(whatif::Category::Compute)] == doctest::Approx(0.300));
+  CHECK(result.critical_ms[static_cast<size_t>(whatif::Category::Sync)] == doctest::Approx(0.0));
+  REQUIRE(!result.critical_top.empty());
+  CHECK(result.critical_top.front().name == "gemm_kernel");
+}
