@@ -202,15 +202,26 @@ void link_launches(Timeline& timeline) {
   for (EventIndex i = 0; i < events.size(); ++i) {
     calls += is_launch_side(events.kind[i]) && events.correlation[i] >= 0 ? 1 : 0;
   }
+  // ROCm traces of the roctracer era carry no "correlation": a call and the GPU op it issued share an
+  // "External id" (their ac2g flow has the same id). Only when no call has a correlation, so a trace
+  // that has them is never linked another way.
+  const std::vector<int64_t>* key = &events.correlation;
+  if (calls == 0) {
+    for (EventIndex i = 0; i < events.size(); ++i) {
+      calls += is_launch_side(events.kind[i]) && events.external_id[i] >= 0 ? 1 : 0;
+    }
+    key = &events.external_id;
+  }
   if (calls == 0) return;
+  const std::vector<int64_t>& id = *key;
   CallsByCorrelation call_by_correlation(calls);
   for (EventIndex i = 0; i < events.size(); ++i) {
-    if (!is_launch_side(events.kind[i]) || events.correlation[i] < 0) continue;
-    call_by_correlation.insert(events.correlation[i], i);
+    if (!is_launch_side(events.kind[i]) || id[i] < 0) continue;
+    call_by_correlation.insert(id[i], i);
   }
   for (EventIndex i = 0; i < events.size(); ++i) {
-    if (!is_launched(events.kind[i]) || events.correlation[i] < 0) continue;
-    const EventIndex call = call_by_correlation.find(events.correlation[i]);
+    if (!is_launched(events.kind[i]) || id[i] < 0) continue;
+    const EventIndex call = call_by_correlation.find(id[i]);
     if (call == kNone) continue;
     events.launch[i] = call;
     // The call points at its first GPU op; GPU work is preferred over a sync record of the same call.

@@ -92,6 +92,48 @@ TEST_CASE("links: External id ties a launch on another thread, or a GPU op witho
   CHECK(analysis.cpu_op_of(orphan) == op);
 }
 
+TEST_CASE("links: ROCm traces without correlation ids link a call and its GPU op by their shared External id") {
+  // The roctracer-era layout: runtime calls and kernels carry only "External id", numbered apart from the
+  // CPU ops' (so an op can have the same number as another op's launch), kernels on pid 2 / tid 0.
+  TraceBuilder trace(Era::Kineto2023);
+  trace.cpu_op("aten::mm", 100, 50, "\"External id\": 1");
+  trace.complete("cuda_runtime", "hipGetDevicePropertiesR0600", 104, 1, "4242", "1", "\"External id\": 1");
+  trace.complete("cuda_runtime", "hipExtModuleLaunchKernel", 110, 5, "4242", "1",
+                 "\"External id\": 2, \"stream\": \"0x0\", \"grid dim\": [4352, 37, 1]");
+  trace.cpu_op("aten::mm", 160, 50, "\"External id\": 2");
+  trace.complete("cuda_runtime", "hipExtModuleLaunchKernel", 170, 5, "4242", "1", "\"External id\": 4");
+  trace.complete("kernel", "Cijk_gemm", 120, 300, "2", "0", "\"External id\": 2");
+  trace.complete("kernel", "Cijk_gemm", 420, 300, "2", "0", "\"External id\": 4");
+  Timeline timeline = trace.load();
+  Analysis analysis = analyze(timeline);
+  const EventIndex first_op = find_event(timeline, "aten::mm"), second_op = find_event(timeline, "aten::mm", 1);
+  const EventIndex first_call = find_event(timeline, "hipExtModuleLaunchKernel");
+  const EventIndex second_call = find_event(timeline, "hipExtModuleLaunchKernel", 1);
+  const EventIndex first_kernel = find_event(timeline, "Cijk_gemm"), second_kernel = find_event(timeline, "Cijk_gemm", 1);
+  REQUIRE(first_op != kNone);
+  REQUIRE(second_op != kNone);
+  REQUIRE(first_call != kNone);
+  REQUIRE(second_call != kNone);
+  REQUIRE(first_kernel != kNone);
+  REQUIRE(second_kernel != kNone);
+  CHECK(timeline.events.launch[first_kernel] == first_call);
+  CHECK(timeline.events.launch[second_kernel] == second_call);
+  CHECK(timeline.events.launch[first_call] == first_kernel);
+  CHECK(timeline.events.launch[find_event(timeline, "hipGetDevicePropertiesR0600")] == kNone);
+  // The op is the launch's, not the op that happens to share the kernel's number.
+  CHECK(analysis.cpu_op_of(first_kernel) == first_op);
+  CHECK(analysis.cpu_op_of(second_kernel) == second_op);
+}
+
+TEST_CASE("links: with correlation ids, a shared External id never links a call to a GPU op") {
+  TraceBuilder trace(Era::Kineto2023);
+  trace.cpu_op("aten::mm", 100, 50, "\"External id\": 9");
+  trace.runtime("cudaLaunchKernel", 110, 5, 501, 1, "\"External id\": 9");
+  trace.kernel("gemm_kernel", 120, 10, 777, 0, 7, "\"External id\": 9");  // its launch was not recorded
+  Timeline timeline = trace.load();
+  CHECK(timeline.events.launch[find_event(timeline, "gemm_kernel")] == kNone);
+}
+
 TEST_CASE("links: graph kernels without a per-kernel launch stay unlinked; sync records link to their call") {
   TraceBuilder trace(Era::Kineto2023);
   trace.annotation("ProfilerStep#1", 0, 1000);
