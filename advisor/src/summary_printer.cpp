@@ -132,9 +132,10 @@ std::string summary_text(const Summary& summary, const StepPrediction* replay) {
     line("GPU time", "compute " + ms(summary.compute_ms) + " | communication " + ms(summary.communication_ms) +
                          " | memcpy " + ms(summary.memcpy_ms) + " | memset " + ms(summary.memset_ms) + " | idle " +
                          ms(summary.idle_ms));
-    if (!summary.idle_causes.empty()) {
-      double total = 0;
-      for (const IdleShare& share : summary.idle_causes) total += share.ms;
+    double idle_total = 0;
+    for (const IdleShare& share : summary.idle_causes) idle_total += share.ms;
+    if (idle_total >= 0.0005) {  // what prints as more than 0.000 ms
+      const double total = idle_total;
       std::string causes;
       for (const IdleShare& share : summary.idle_causes) {
         if (!causes.empty()) causes += " | ";

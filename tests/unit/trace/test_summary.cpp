@@ -87,6 +87,13 @@ TEST_CASE("summary printers: text names the figures; JSON carries the documented
   CHECK(summary_text(summary).find("the last step holds less than half the events of the others (as when profiling "
                                    "stops inside a step): left out") != std::string::npos);
   summary.last_step_partial = false;
+  // Idle time that rounds to nothing gets no line ("external-wait 0.000 ms (100%)" said nothing true).
+  const auto idle_causes = summary.idle_causes;
+  summary.idle_causes = {{IdleCause::ExternalWait, 0.0002}};
+  CHECK(summary_text(summary).find("idle in steps") == std::string::npos);
+  summary.idle_causes = {{IdleCause::ExternalWait, 0.0002}, {IdleCause::Sync, 0.25}};
+  CHECK(summary_text(summary).find("external-wait 0.000 ms (0%) | sync 0.250 ms (100%)") != std::string::npos);
+  summary.idle_causes = idle_causes;
 
   const std::string json = summary_json(summary, 0);
   for (std::string key : {"\"devices\":[{\"id\":0,\"name\":\"NVIDIA H100\"", "\"steps\":{\"count\":2",
