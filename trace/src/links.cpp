@@ -169,14 +169,14 @@ class CallsByCorrelation {
     mask_ = capacity - 1;
     shift_ = 64 - bits;
   }
-  // Keeps the first call of a correlation id (duplicates are rare).
-  void insert(int64_t correlation, EventIndex call) {
+  // Keeps the first call of a correlation id (duplicates are rare); false for a duplicate.
+  bool insert(int64_t correlation, EventIndex call) {
     for (size_t at = slot(correlation);; at = (at + 1) & mask_) {
       if (slots_[at].first == kEmpty) {
         slots_[at] = {correlation, call};
-        return;
+        return true;
       }
-      if (slots_[at].first == correlation) return;
+      if (slots_[at].first == correlation) return false;
     }
   }
   EventIndex find(int64_t correlation) const {
@@ -204,9 +204,11 @@ void link_launches(Timeline& timeline) {
   }
   // ROCm traces of the roctracer era carry no "correlation": a call and the GPU op it issued share an
   // "External id" (their ac2g flow has the same id). Only when no call has a correlation, so a trace
-  // that has them is never linked another way.
+  // that has them is never linked another way, and only when no two calls share an External id (where
+  // they do, it is the id of the CPU op around them, which does not tell its calls' GPU ops apart).
   const std::vector<int64_t>* key = &events.correlation;
-  if (calls == 0) {
+  const bool by_external_id = calls == 0;
+  if (by_external_id) {
     for (EventIndex i = 0; i < events.size(); ++i) {
       calls += is_launch_side(events.kind[i]) && events.external_id[i] >= 0 ? 1 : 0;
     }
@@ -217,7 +219,7 @@ void link_launches(Timeline& timeline) {
   CallsByCorrelation call_by_correlation(calls);
   for (EventIndex i = 0; i < events.size(); ++i) {
     if (!is_launch_side(events.kind[i]) || id[i] < 0) continue;
-    call_by_correlation.insert(id[i], i);
+    if (!call_by_correlation.insert(id[i], i) && by_external_id) return;
   }
   for (EventIndex i = 0; i < events.size(); ++i) {
     if (!is_launched(events.kind[i]) || id[i] < 0) continue;

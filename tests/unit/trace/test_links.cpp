@@ -125,6 +125,19 @@ TEST_CASE("links: ROCm traces without correlation ids link a call and its GPU op
   CHECK(analysis.cpu_op_of(second_kernel) == second_op);
 }
 
+TEST_CASE("links: without correlation ids, calls that share their CPU op's External id link no GPU op") {
+  TraceBuilder trace(Era::Kineto2023);
+  trace.cpu_op("aten::conv2d", 100, 50, "\"External id\": 9");
+  trace.complete("cuda_runtime", "cudaLaunchKernel", 110, 5, "4242", "1", "\"External id\": 9");
+  trace.complete("cuda_runtime", "cudaLaunchKernel", 120, 5, "4242", "1", "\"External id\": 9");
+  trace.complete("kernel", "im2col_kernel", 130, 10, "0", "7", "\"External id\": 9");
+  trace.complete("kernel", "gemm_kernel", 140, 10, "0", "7", "\"External id\": 9");
+  Timeline timeline = trace.load();
+  REQUIRE(find_event(timeline, "gemm_kernel") != kNone);
+  CHECK(timeline.events.launch[find_event(timeline, "im2col_kernel")] == kNone);
+  CHECK(timeline.events.launch[find_event(timeline, "gemm_kernel")] == kNone);
+}
+
 TEST_CASE("links: with correlation ids, a shared External id never links a call to a GPU op") {
   TraceBuilder trace(Era::Kineto2023);
   trace.cpu_op("aten::mm", 100, 50, "\"External id\": 9");
