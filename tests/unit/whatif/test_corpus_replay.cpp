@@ -12,6 +12,7 @@
 #include "ptadvise/analysis.h"
 #include "ptadvise/loader.h"
 #include "ptadvise/whatif.h"
+#include "corpus_traces.h"
 
 using namespace ptadvise;
 
@@ -52,4 +53,33 @@ TEST_CASE("corpus: the replay of every trace reproduces its step period within 3
   }
   CHECK(with_three_steps >= 16);  // the corpus holds 16 traces of 3 steps or more
   CHECK(replayed >= 40);
+}
+
+TEST_CASE("corpus: critical paths where the trace lacks launches or the periods tie") {
+  auto traces = testing::corpus_traces();
+  if (!traces) return;
+  auto critical = [](const Timeline& timeline) { return whatif::replay(whatif::build_graph(analyze(timeline))); };
+  auto share = [](const whatif::ReplayResult& result, whatif::Category category) {
+    return result.critical_ms[static_cast<size_t>(category)] / result.replayed_step_ms;
+  };
+  SUBCASE("a trace cut down to a few GPU ops: the gaps no traced call explains are host time") {
+    auto timeline = testing::load_corpus_trace(*traces, "HTA__tests__data__trace_compare__base__base.json.gz");
+    if (!timeline) return;
+    whatif::ReplayResult result = critical(*timeline);
+    CHECK(share(result, whatif::Category::Host) > 0.99);  // was "copies 99.6%": the gap before a copy
+    REQUIRE(!result.critical_top.empty());
+    CHECK(result.critical_top.front().name == "(GPU gap, no traced launch)");
+  }
+  SUBCASE("a ROCm GEMM loop whose HIP calls are linked by External id, GPU 100% busy: compute") {
+    auto timeline = testing::load_corpus_trace(
+        *traces, "TraceLens__agent_evals__unit_tests_standalone.tar.gz__gemm_04_memory_tall_skinny.json");
+    if (!timeline) return;
+    size_t linked = 0;
+    for (EventIndex i = 0; i < timeline->events.size(); ++i) {
+      linked += timeline->events.kind[i] == EventKind::Kernel && timeline->events.launch[i] != kNone ? 1 : 0;
+    }
+    CHECK(linked == 10);  // every kernel to its hipExtModuleLaunchKernel
+    whatif::ReplayResult result = critical(*timeline);
+    CHECK(share(result, whatif::Category::Compute) > 0.99);  // was "host 94.4%": a tie went to the host
+  }
 }
