@@ -23,6 +23,12 @@ EventKind kind_of_category(std::string_view category) {
       {"cuda_runtime", EventKind::Runtime},
       {"Runtime", EventKind::Runtime},
       {"cuda_driver", EventKind::Driver},
+      // Intel GPUs (Kineto's XPU plugin) and out-of-tree backends: their API calls carry the same
+      // correlation ids as the GPU ops they issue.
+      {"xpu_runtime", EventKind::Runtime},
+      {"xpu_driver", EventKind::Driver},
+      {"privateuse1_runtime", EventKind::Runtime},
+      {"privateuse1_driver", EventKind::Driver},
       {"kernel", EventKind::Kernel},
       {"Kernel", EventKind::Kernel},
       {"gpu_memcpy", EventKind::Memcpy},

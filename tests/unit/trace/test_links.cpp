@@ -147,6 +147,24 @@ TEST_CASE("links: with correlation ids, a shared External id never links a call 
   CHECK(timeline.events.launch[find_event(timeline, "gemm_kernel")] == kNone);
 }
 
+TEST_CASE("links: Intel GPU (XPU) traces link their Level Zero / UR calls to the GPU ops by correlation") {
+  // Kineto's XPU plugin: calls in "xpu_runtime", kernels on the device's SYCL queue, both with "correlation".
+  TraceBuilder trace(Era::Kineto2023);
+  trace.cpu_op("aten::addmm", 100, 50, "\"External id\": 3");
+  trace.complete("xpu_runtime", "urEnqueueKernelLaunch", 110, 6, "4242", "1", "\"correlation\": 77");
+  trace.complete("kernel", "gemm_kernel", 130, 40, "0", "2",
+                 "\"correlation\": 77, \"device\": 0, \"sycl queue\": 2, \"External id\": 3");
+  Timeline timeline = trace.load();
+  const EventIndex call = find_event(timeline, "urEnqueueKernelLaunch");
+  const EventIndex kernel = find_event(timeline, "gemm_kernel");
+  REQUIRE(call != kNone);
+  REQUIRE(kernel != kNone);
+  CHECK(timeline.events.kind[call] == EventKind::Runtime);
+  CHECK(timeline.events.launch[kernel] == call);
+  CHECK(timeline.events.launch[call] == kernel);
+  CHECK(timeline.events.parent[call] == find_event(timeline, "aten::addmm"));
+}
+
 TEST_CASE("links: graph kernels without a per-kernel launch stay unlinked; sync records link to their call") {
   TraceBuilder trace(Era::Kineto2023);
   trace.annotation("ProfilerStep#1", 0, 1000);
