@@ -80,6 +80,9 @@ uint16_t classify_name(std::string_view name) {
       name.starts_with("cudaMemcpy") || name.starts_with("hipMemcpy") || name.starts_with("cuMemcpy");
   const bool is_async = name.find("Async") != std::string_view::npos;
   if (name.find("Synchronize") != std::string_view::npos) classes |= kSyncCall;
+  // Intel GPUs' Unified Runtime: a queue's finish and an event wait block the host (Level Zero's own
+  // waits are the ze*Synchronize calls above).
+  if (name == "urQueueFinish" || name == "urEventWait") classes |= kSyncCall;
   if (is_memcpy_call && !is_async) classes |= kSyncCall;  // cudaMemcpy, hipMemcpyWithStream: host waits
   if (is_memcpy_call && is_async) classes |= kAsyncMemcpy;
   const bool is_memset_call =

@@ -12,12 +12,14 @@ uint16_t name_flags(std::string_view name) {
     flags |= kDataLoader;
     if (contains(name, "MultiProcessing")) flags |= kWorkerLoader;
   }
-  const bool runtime = name.starts_with("cuda") || name.starts_with("hip") || name.starts_with("cu");
+  const bool intel = name.starts_with("ze") || name.starts_with("ur");  // Level Zero, Unified Runtime
+  const bool runtime = name.starts_with("cuda") || name.starts_with("hip") || name.starts_with("cu") || intel;
   if (runtime) {
     if (contains(name, "Query")) flags |= kQueryCall;
-    if (contains(name, "Synchronize")) flags |= kBlockingCall;
+    if (contains(name, "Synchronize") || name == "urQueueFinish" || name == "urEventWait") flags |= kBlockingCall;
     // Synchronous copies (cudaMemcpy, cudaMemcpy2D, hipMemcpyWithStream, cuMemcpyDtoH), never the *Async ones.
-    if (contains(name, "Memcpy") && !contains(name, "Async")) flags |= kBlockingCall;
+    // (urEnqueueUSMMemcpy takes a blocking flag its name does not show.)
+    if (contains(name, "Memcpy") && !contains(name, "Async") && !intel) flags |= kBlockingCall;
     // cudaFree waits for the whole device before it releases memory (not the stream-ordered cudaFreeAsync).
     if ((name == "cudaFree" || name == "hipFree" || name == "cuMemFree" || name == "cuMemFree_v2")) {
       flags |= kBlockingCall | kDeviceWide;

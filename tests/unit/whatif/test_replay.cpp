@@ -396,3 +396,33 @@ TEST_CASE("whatif: steps cut at GPU ops while the host waits: the GPU sets the c
   REQUIRE(!result.critical_top.empty());
   CHECK(result.critical_top.front().name == "gemm_kernel");
 }
+
+TEST_CASE("whatif: an Intel GPU queue's finish is a host wait: a faster kernel shortens the step") {
+  // three_steps() with Unified Runtime calls: urEnqueueKernelLaunch queues the kernel (xpu_runtime, by
+  // correlation), urQueueFinish waits for it.
+  testing::TraceBuilder trace(testing::Era::Kineto2023);
+  trace.device(0, "Intel(R) Data Center GPU Max 1550", 8, 0, 64LL << 30);
+  for (int k = 0; k < 3; ++k) {
+    const double s = 1000 + 100.0 * k;
+    trace.annotation("ProfilerStep#" + std::to_string(k + 1), s, 100);
+    trace.cpu_op("aten::mm", s + 4, 7);
+    const int64_t correlation = trace.next_correlation();
+    trace.complete("xpu_runtime", "urEnqueueKernelLaunch", s + 5, 5, "4242", "1",
+                   "\"correlation\": " + std::to_string(correlation));
+    trace.kernel("gemm_kernel", s + 10, 60, correlation);
+    trace.complete("xpu_runtime", "urQueueFinish", s + 15, 57, "4242", "1",
+                   "\"correlation\": " + std::to_string(trace.next_correlation()));
+  }
+  Timeline timeline = trace.load();
+  Analysis analysis = analyze(timeline);
+  whatif::Graph graph = whatif::build_graph(analysis);
+  const EventIndex finish = find(timeline, "urQueueFinish");
+  REQUIRE(graph.node_of_event[finish] != kNone);
+  CHECK(graph.nodes[graph.node_of_event[finish]].kind == whatif::NodeKind::HostWait);
+  CHECK(whatif::replay(graph).replayed_step_ms == doctest::Approx(0.1));
+  whatif::Fix faster;
+  faster.spec.primitive = whatif::Primitive::Scale;
+  faster.spec.factor = 0.5;
+  faster.events = all(timeline, "gemm_kernel");
+  CHECK(whatif::replay(graph, {faster}).replayed_step_ms == doctest::Approx(0.070));
+}
