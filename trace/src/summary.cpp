@@ -276,13 +276,23 @@ std::optional<std::string> missing_gpu_activity_note(const Timeline& timeline) {
   // Calls that queue GPU work (kernel and graph launches, async copies and memsets) and calls the host
   // waits in (synchronizes, synchronous copies), as the analysis classes them.
   const detail::NameClasses names = detail::classify_names(timeline.strings);
-  size_t launches = 0, profiler_ranges = 0;
+  size_t launches = 0, profiler_ranges = 0, gpu_only_ops = 0;
+  StringId gpu_only_op = 0;
   int64_t sync_ns = 0;
   for (EventIndex i = 0; i < events.size(); ++i) {
     const EventKind kind = events.kind[i];
     if (is_gpu_activity(kind)) return std::nullopt;
     if (kind == EventKind::Other && timeline.strings.view(events.category[i]) == "cuda_profiler_range") {
       ++profiler_ranges;
+    }
+    if (kind == EventKind::CpuOp) {
+      // cuDNN and MIOpen ops exist only on a GPU (the legacy autograd profiler records them, and no GPU
+      // activity, without use_cuda=True).
+      const std::string_view name = timeline.strings.view(events.name[i]);
+      if (name.starts_with("aten::cudnn_") || name.starts_with("aten::_cudnn_") ||
+          name.starts_with("aten::miopen_") || name.starts_with("aten::_miopen_")) {
+        if (gpu_only_ops++ == 0) gpu_only_op = events.name[i];
+      }
     }
     if (kind != EventKind::Runtime && kind != EventKind::Driver) continue;
     if (names.has(timeline, i, detail::kLaunchCall)) ++launches;
@@ -308,6 +318,16 @@ std::optional<std::string> missing_gpu_activity_note(const Timeline& timeline) {
                   "kernel, copy or memset: ",
                   launches, launches == 1 ? "" : "s");
     return std::string(text) + kNotRecorded + kNotRun;
+  }
+  if (gpu_only_ops > 0) {
+    std::snprintf(text, sizeof text,
+                  "the program ran %zu cuDNN/MIOpen op%s (such as %.60s), which run only on a GPU, but the trace "
+                  "holds no kernel, copy or memset: ",
+                  gpu_only_ops, gpu_only_ops == 1 ? "" : "s", std::string(timeline.strings.view(gpu_only_op)).c_str());
+    return std::string(text) +
+           "the GPU's activity was not recorded (the legacy autograd profiler without use_cuda=True, "
+           "ProfilerActivity.CUDA left out of `activities`, or a profiler that could not start CUPTI/roctracer)" +
+           kNotRun;
   }
   if (sync_ns >= 1'000'000 && !timeline.devices.empty()) {
     std::snprintf(text, sizeof text,

@@ -241,6 +241,24 @@ TEST_CASE("notes: GPU work the host queued or awaited, with no GPU activity in t
   Timeline recorded = with_kernel.load();
   CHECK_FALSE(missing_gpu_activity_note(recorded));
 
+  // The legacy autograd profiler without use_cuda=True: CPU ops only, among them cuDNN's, which run on a GPU.
+  TraceBuilder legacy(Era::Legacy);
+  legacy.cpu_op("aten::conv2d", 0, 300);
+  legacy.cpu_op("aten::cudnn_convolution", 10, 200);
+  legacy.cpu_op("aten::cudnn_batch_norm", 220, 50);
+  legacy.cpu_op("aten::relu", 280, 10);
+  Timeline cpu_side = legacy.load();
+  CHECK(missing_gpu_activity_note(cpu_side) ==
+        "the program ran 2 cuDNN/MIOpen ops (such as aten::cudnn_convolution), which run only on a GPU, but the "
+        "trace holds no kernel, copy or memset: the GPU's activity was not recorded (the legacy autograd profiler "
+        "without use_cuda=True, ProfilerActivity.CUDA left out of `activities`, or a profiler that could not start "
+        "CUPTI/roctracer); the rules that need GPU activity did not run (see the coverage line)");
+  TraceBuilder cpu_only(Era::Legacy);  // a CPU model: nothing says a GPU ran
+  cpu_only.cpu_op("aten::conv2d", 0, 300);
+  cpu_only.cpu_op("aten::mkldnn_convolution", 10, 200);
+  Timeline on_cpu = cpu_only.load();
+  CHECK_FALSE(missing_gpu_activity_note(on_cpu));
+
   // CUPTI's range profiler: counters per kernel range, no activity.
   TraceBuilder ranges(Era::Kineto2023);
   ranges.runtime("cudaLaunchKernel", 10, 5, ranges.next_correlation());
