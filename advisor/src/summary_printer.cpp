@@ -44,7 +44,8 @@ std::string device_line(const DeviceInfo& device) {
   }
   if (device.num_sms > 0) {
     if (!details.empty()) details += ", ";
-    details += std::to_string(device.num_sms) + " SMs";
+    // deviceProperties' numSms counts AMD's compute units on ROCm.
+    details += std::to_string(device.num_sms) + (device.vendor == "AMD" ? " CUs" : " SMs");
   }
   if (device.properties_borrowed) details += std::string(details.empty() ? "" : "; ") + "not in deviceProperties, "
                                              "which lists only this model";

@@ -78,6 +78,16 @@ TEST_CASE("summary printers: text names the figures; JSON carries the documented
   const std::string text = summary_text(summary);
   CHECK(text.find("two_steps.json") == 0);
   CHECK(text.find("GPU 0: NVIDIA H100 (cc 9.0, 80.0 GiB, 132 SMs)") != std::string::npos);
+  {
+    Summary amd = summary;
+    REQUIRE(!amd.devices.empty());
+    amd.devices[0].name = "AMD Instinct MI300X";
+    amd.devices[0].vendor = "AMD";
+    amd.devices[0].compute_major = -1;
+    amd.devices[0].total_global_mem = int64_t{192} << 30;
+    amd.devices[0].num_sms = 304;  // deviceProperties' numSms: compute units on ROCm
+    CHECK(summary_text(amd).find("GPU 0: AMD Instinct MI300X (192.0 GiB, 304 CUs)") != std::string::npos);
+  }
   CHECK(text.find("2 (ProfilerStep: 2 ProfilerStep markers on thread 1)") != std::string::npos);
   CHECK(text.find("median 0.750 ms, p90 1.000 ms") != std::string::npos);
   CHECK(text.find("56.0%") != std::string::npos);
