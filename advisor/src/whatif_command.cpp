@@ -40,8 +40,11 @@ void print_items(const std::vector<whatif::CriticalItem>& items, std::ostream& o
 // transform that keeps the batch; a chosen finding that is not replayed says why.
 struct Choice {
   bool applied = false;
-  std::string not_applied;  // chosen but not in the replay: why
+  bool ledger_only = false;  // chosen, but its rule declares no transform
+  std::string not_applied;   // chosen but not in the replay: why
 };
+
+constexpr const char* kNoTransform = "its rule declares no transform: the saving is the ledger's estimate";
 
 std::vector<Choice> choose(const std::vector<Finding>& findings, const std::vector<bool>& chosen) {
   std::vector<Choice> out(findings.size());
@@ -49,9 +52,8 @@ std::vector<Choice> choose(const std::vector<Finding>& findings, const std::vect
     if (!chosen[i]) continue;
     out[i].applied = in_all_fixes_replay(findings[i]);
     if (out[i].applied) continue;
-    out[i].not_applied = findings[i].fixes.empty()
-                             ? "its rule declares no transform: the saving is the ledger's estimate"
-                             : "a batch-size fix: predicted per sample, alone";
+    out[i].ledger_only = findings[i].fixes.empty();
+    out[i].not_applied = out[i].ledger_only ? kNoTransform : "a batch-size fix: predicted per sample, alone";
   }
   return out;
 }
@@ -79,13 +81,21 @@ void print_text(const std::string& path, const StepPrediction& p, const std::vec
   print_items(p.critical_top_fixed, out);
   out << "\n  findings (predicted step when fixed alone):\n";
   if (findings.empty()) out << "    (none)\n";
+  bool any_ledger_only = false;
   for (size_t i = 0; i < findings.size(); ++i) {
     const Finding& f = findings[i];
-    out << "    " << (choices[i].applied ? "[applied] " : "          ") << f.rule_id << " " << f.rule_name << " at "
-        << format::visible(describe_site(f.site)) << ": " << format::fixed(f.predicted_step_ms, 3) << " ms (saves "
-        << format::fixed(f.saving_ms_per_step, 3) << " ms, " << f.saving_basis << ")  " << f.fingerprint << "\n";
-    if (!choices[i].not_applied.empty()) out << "              not in the replay: " << choices[i].not_applied << "\n";
+    const Choice& choice = choices[i];
+    any_ledger_only = any_ledger_only || choice.ledger_only;
+    out << "    " << (choice.applied ? "[applied] " : choice.ledger_only ? "[ledger]  " : "          ") << f.rule_id
+        << " " << f.rule_name << " at " << format::visible(describe_site(f.site)) << ": "
+        << format::fixed(f.predicted_step_ms, 3) << " ms (saves " << format::fixed(f.saving_ms_per_step, 3) << " ms, "
+        << f.saving_basis << ")  " << f.fingerprint << "\n";
+    // The reason shared by every ledger-only finding is said once, under the list.
+    if (!choice.not_applied.empty() && !choice.ledger_only) {
+      out << "              not in the replay: " << choice.not_applied << "\n";
+    }
   }
+  if (any_ledger_only) out << "    [ledger]: not in the replay: " << kNoTransform << "\n";
 }
 
 void print_json(const std::string& path, const StepPrediction& p, const std::vector<Finding>& findings,

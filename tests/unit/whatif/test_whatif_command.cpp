@@ -79,6 +79,16 @@ TEST_CASE("whatif command: only findings whose fix is replayed are marked applie
   REQUIRE(run_whatif(options, text, err) == 0);
   CHECK(text.str().find("[applied]") == std::string::npos);
   CHECK(text.str().find("with 0 fixes applied together") != std::string::npos);
+  // The two ledger-only findings are marked, and their shared reason is said once, under the list; the
+  // batch-size fix says its own under it.
+  auto count = [&text](std::string_view what) {
+    size_t n = 0;
+    for (size_t at = text.str().find(what); at != std::string::npos; at = text.str().find(what, at + 1)) ++n;
+    return n;
+  };
+  CHECK(count("\n    [ledger]  PTA") == 2);
+  CHECK(count("[ledger]: not in the replay: its rule declares no transform: the saving is the ledger's estimate\n") == 1);
+  CHECK(count("not in the replay: a batch-size fix: predicted per sample, alone\n") == 1);
 
   // A finding with a transform that --apply did not name is neither applied nor explained.
   options.trace = std::string(PTADVISE_SOURCE_DIR) + "/testdata/scenarios/12_empty_cache_every_step.json.gz";
