@@ -125,6 +125,7 @@ RankResult check_file(const std::string& path, const RankCheck& check, const Loa
   }
   trace.summary = std::move(summary);
   result.digest = make_digest(analysis, {});
+  if (whatif) add_join(result.digest, analysis, *whatif, trace.findings, trace.prediction);
   carry_report(trace, result.digest);
   if (partial) result.digest.partial = *partial;
   return result;  // the timeline and its analysis are dropped here: only the report and the digest stay
@@ -254,6 +255,7 @@ TraceReport job_entry(CheckedJob& checked, const std::vector<RankDigest>& digest
   table.by_sequence = job.by_sequence;
   table.compute_imbalance_pct = job.compute_imbalance_pct;
   table.folded_findings = checked.folded_findings;
+  table.prediction = job.prediction;
   double busy = 0;
   bool has_gpu = false;
   for (size_t r = 0; r < group.members.size(); ++r) {

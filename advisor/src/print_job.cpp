@@ -33,10 +33,25 @@ std::string pad(std::string text, size_t width) {
   return text;
 }
 
+// The joined replay in one sentence, or why there is none.
+std::string prediction_line(const JobPrediction& p) {
+  if (!p.available) return p.note.empty() ? std::string() : "no joined replay: " + p.note;
+  std::string line = "measured " + fixed(p.measured_step_ms, 3) + " ms per step (slowest rank, " +
+                     std::to_string(p.steps) + (p.steps == 1 ? " step" : " steps") + "), replayed " + fixed(p.replayed_step_ms, 3) +
+                     " ms; after every rank's fixes " + fixed(p.predicted_step_ms, 3) + " ms (each rank replayed "
+                     "alone: " + fixed(p.ranks_alone_step_ms, 3) + " ms); " + std::to_string(p.joined_collectives) +
+                     " collectives end when their last rank arrives";
+  if (!p.note.empty()) line += "; " + p.note;
+  return line;
+}
+
 }  // namespace
 
 void text(const JobTable& job, std::ostream& out, size_t width) {
   text::wrapped(out, "  job: ", 7, alignment_line(job), width, 4);
+  if (const std::string line = prediction_line(job.prediction); !line.empty()) {
+    text::wrapped(out, "  joined replay: ", 16, line, width, 4);
+  }
   out << "  per rank, ms per step:\n";
   std::vector<std::vector<std::string>> table = {
       {"rank", "step", "compute", "comm", "exposed", "overlap%", "wait", "loader", "idle", "last%"}};
@@ -69,6 +84,7 @@ void text(const JobTable& job, std::ostream& out, size_t width) {
 
 void markdown(const JobTable& job, std::ostream& out) {
   out << "_job: " << alignment_line(job) << "_\n\n";
+  if (const std::string line = prediction_line(job.prediction); !line.empty()) out << "_joined replay: " << line << "_\n\n";
   out << "| rank | step ms | compute | communication | exposed | overlap % | wait in collectives | data loader | idle | last % |\n"
          "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n";
   for (const auto& row : job.rows) {
@@ -118,6 +134,19 @@ jsondoc::Json document(const JobTable& job) {
   out["folded_findings"] = job.folded_findings;
   out["per_rank"] = std::move(rows);
   out["largest_skew"] = std::move(worst);
+  const JobPrediction& p = job.prediction;
+  Json whatif;
+  whatif["available"] = p.available;
+  if (p.available) {
+    whatif["steps"] = p.steps;
+    whatif["joined_collectives"] = p.joined_collectives;
+    whatif["measured_step_ms"] = number(p.measured_step_ms, 3);
+    whatif["replayed_step_ms"] = number(p.replayed_step_ms, 3);
+    whatif["predicted_step_ms_all_fixes"] = number(p.predicted_step_ms, 3);
+    whatif["ranks_alone_step_ms_all_fixes"] = number(p.ranks_alone_step_ms, 3);
+  }
+  whatif["note"] = p.note;
+  out["whatif"] = std::move(whatif);
   return out;
 }
 

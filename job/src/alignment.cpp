@@ -9,6 +9,7 @@
 #include <map>
 #include <tuple>
 
+#include "matching.h"
 #include "ptadvise/job.h"
 
 namespace ptadvise {
@@ -48,6 +49,45 @@ Stretch stretch_of(const CollectiveCall& call) {
 
 }  // namespace
 
+CollectiveMatch match_collectives(const std::vector<const RankDigest*>& ranks) {
+  CollectiveMatch match;
+  const size_t n = ranks.size();
+  match.offset.assign(n, 0);
+  if (n < 2) return match;
+  // By sequence number when every rank records them, else by step, group and order.
+  bool sequences = true;
+  for (const RankDigest* digest : ranks) {
+    match.total += digest->collectives.size();
+    for (const auto& call : digest->collectives) sequences = sequences && call.seq >= 0;
+  }
+  match.by_sequence = sequences && match.total > 0;
+  std::map<Key, std::vector<int64_t>> matched;  // key -> call index per rank (-1 = absent)
+  for (size_t r = 0; r < n; ++r) {
+    const auto& calls = ranks[r]->collectives;
+    for (size_t c = 0; c < calls.size(); ++c) {
+      const std::string group = calls[c].group + '\x1f' + std::string(to_string(calls[c].type));
+      Key key = match.by_sequence ? Key{-1, calls[c].group, calls[c].seq}
+                                  : Key{calls[c].step, group, static_cast<int64_t>(calls[c].order)};
+      auto& slots = matched.try_emplace(key, std::vector<int64_t>(n, -1)).first->second;
+      if (slots[r] < 0) slots[r] = static_cast<int64_t>(c);
+    }
+  }
+  for (auto& [key, slots] : matched) {
+    if (std::all_of(slots.begin(), slots.end(), [](int64_t s) { return s >= 0; })) match.complete.push_back(std::move(slots));
+  }
+  if (match.complete.empty()) return match;
+  // Clock offsets against the first rank: the median difference of collective ends.
+  for (size_t r = 1; r < n; ++r) {
+    std::vector<int64_t> differences;
+    for (const auto& slots : match.complete) {
+      differences.push_back(ranks[r]->collectives[static_cast<size_t>(slots[r])].end_ns -
+                            ranks[0]->collectives[static_cast<size_t>(slots[0])].end_ns);
+    }
+    match.offset[r] = median_of(differences);
+  }
+  return match;
+}
+
 JobAnalysis analyze_job(const std::vector<const RankDigest*>& ranks, const std::string& name) {
   JobAnalysis job;
   job.name = name;
@@ -78,48 +118,16 @@ JobAnalysis analyze_job(const std::vector<const RankDigest*>& ranks, const std::
   job.compute_imbalance_pct = job.compute_max_ms > 0 ? 100.0 * (job.compute_max_ms - job.compute_min_ms) / job.compute_max_ms : 0;
   if (n < 2) return job;
 
-  // Match collectives: by sequence number when every rank records them, else by step, group and order.
-  bool sequences = true;
-  size_t total = 0;
-  for (const RankDigest* digest : ranks) {
-    total += digest->collectives.size();
-    for (const auto& call : digest->collectives) sequences = sequences && call.seq >= 0;
-  }
-  job.by_sequence = sequences && total > 0;
-  std::map<Key, std::vector<int64_t>> matched;  // key -> call index per rank (-1 = absent)
-  for (size_t r = 0; r < n; ++r) {
-    const auto& calls = ranks[r]->collectives;
-    for (size_t c = 0; c < calls.size(); ++c) {
-      const std::string group = calls[c].group + '\x1f' + std::string(to_string(calls[c].type));
-      Key key = job.by_sequence ? Key{-1, calls[c].group, calls[c].seq}
-                                : Key{calls[c].step, group, static_cast<int64_t>(calls[c].order)};
-      auto& slots = matched.try_emplace(key, std::vector<int64_t>(n, -1)).first->second;
-      if (slots[r] < 0) slots[r] = static_cast<int64_t>(c);
-    }
-  }
+  const CollectiveMatch match = match_collectives(ranks);
+  job.by_sequence = match.by_sequence;
+  job.aligned_collectives = match.complete.size();
+  job.unmatched_collectives = match.total - match.complete.size() * n;
+  job.prediction = predict_job(ranks, match);
+  if (match.complete.empty()) return job;
+  const std::vector<int64_t>& offset = match.offset;
+  for (size_t r = 0; r < n; ++r) job.per_rank[r].clock_offset_ms = static_cast<double>(offset[r]) / kNsPerMs;
   std::vector<const std::vector<int64_t>*> complete;
-  std::vector<Key> complete_keys;
-  for (const auto& [key, slots] : matched) {
-    if (std::all_of(slots.begin(), slots.end(), [](int64_t s) { return s >= 0; })) {
-      complete.push_back(&slots);
-      complete_keys.push_back(key);
-    }
-  }
-  job.aligned_collectives = complete.size();
-  job.unmatched_collectives = total - complete.size() * n;
-  if (complete.empty()) return job;
-
-  // Clock offsets against the first rank: the median difference of collective ends.
-  std::vector<int64_t> offset(n, 0);
-  for (size_t r = 1; r < n; ++r) {
-    std::vector<int64_t> differences;
-    for (const auto* slots : complete) {
-      differences.push_back(ranks[r]->collectives[static_cast<size_t>((*slots)[r])].end_ns -
-                            ranks[0]->collectives[static_cast<size_t>((*slots)[0])].end_ns);
-    }
-    offset[r] = median_of(differences);
-    job.per_rank[r].clock_offset_ms = static_cast<double>(offset[r]) / kNsPerMs;
-  }
+  for (const auto& slots : match.complete) complete.push_back(&slots);
 
   std::vector<double> wait(n, 0), late(n, 0), caused(n, 0);
   std::vector<std::map<CollectiveType, double>> wait_by_type(n);

@@ -20,7 +20,7 @@ constexpr const char* kFormat = "ptadvise-rank-digest";
 constexpr int kVersion = 1;  // the layout merge reads
 // The published schema (schemas/digest.schema.json), versioned like the other JSON outputs
 // (advisor/include/ptadvise/schema_versions.h): MINOR grows when fields are added.
-constexpr const char* kSchemaVersion = "1.2";
+constexpr const char* kSchemaVersion = "1.3";
 
 struct Invalid {
   std::string message;
@@ -155,6 +155,106 @@ Finding finding_from(const json& j) {
   return f;
 }
 
+
+// The join model (RankJoin): a time is [free_ns or null, [source, delay_ns, source, delay_ns, ...]].
+json join_time_json(const whatif::JoinTime& time) {
+  json terms = json::array();
+  for (const whatif::JoinTerm& term : time.terms) {
+    terms.push_back(term.source);
+    terms.push_back(term.delay_ns);
+  }
+  return json::array({time.free_ns == whatif::kNoTime ? json(nullptr) : json(time.free_ns), terms});
+}
+
+json join_model_json(const whatif::JoinModel& model) {
+  json arrival = json::array();
+  for (const auto& time : model.arrival) arrival.push_back(join_time_json(time));
+  json steps = json::array();
+  for (const auto& step : model.steps) {
+    steps.push_back(json::array({join_time_json(step.host_start), join_time_json(step.gpu_first), step.gpu_span_only}));
+  }
+  return {{"arrival", arrival}, {"steps", steps}};
+}
+
+json join_json(const RankJoin& join) {
+  json steps = json::array();
+  for (size_t i = 0; i < join.step_numbers.size(); ++i) {
+    steps.push_back(json::array({join.step_numbers[i], join.measured[i] != 0, join.measured_period_ns[i]}));
+  }
+  json in_window = json::array();
+  for (size_t c = 0; c < join.in_window.size(); ++c) {
+    if (join.in_window[c]) in_window.push_back(c);
+  }
+  return {{"steps", steps},
+          {"in_window", in_window},
+          {"predicted_step_ms", join.predicted_step_ms},
+          {"unchanged", join_model_json(join.unchanged)},
+          {"fixed", join_model_json(join.fixed)}};
+}
+
+// Delays and times a job adds together: bounded so that no sum of them overflows (a hostile digest).
+constexpr int64_t kJoinBound = int64_t{1} << 61;
+
+whatif::JoinTime join_time_from(const json& row, size_t collectives) {
+  if (!row.is_array() || row.size() != 2 || !row.at(1).is_array() || row.at(1).size() % 2 != 0) {
+    throw Invalid{"a join time is not [free_ns or null, [source, delay_ns, ...]]"};
+  }
+  whatif::JoinTime time;
+  if (!row.at(0).is_null()) {
+    time.free_ns = whole_value<int64_t>(row.at(0), "join free_ns");
+    if (time.free_ns <= -kJoinBound || time.free_ns >= kJoinBound) throw Invalid{"a join time is out of range"};
+  }
+  const json& terms = row.at(1);
+  for (size_t i = 0; i < terms.size(); i += 2) {
+    whatif::JoinTerm term;
+    term.source = whole_value<uint32_t>(terms.at(i), "join term source");
+    term.delay_ns = whole_value<int64_t>(terms.at(i + 1), "join term delay_ns");
+    if (term.source >= collectives) throw Invalid{"a join term names collective " + std::to_string(term.source) + " of " + std::to_string(collectives)};
+    if (term.delay_ns <= -kJoinBound || term.delay_ns >= kJoinBound) throw Invalid{"a join delay is out of range"};
+    time.terms.push_back(term);
+  }
+  return time;
+}
+
+whatif::JoinModel join_model_from(const json& j, size_t collectives, size_t steps) {
+  whatif::JoinModel model;
+  const json& arrival = j.at("arrival");
+  if (!arrival.is_array() || arrival.size() != collectives) throw Invalid{"a join model does not give every collective's arrival"};
+  for (const auto& row : arrival) model.arrival.push_back(join_time_from(row, collectives));
+  const json& rows = j.at("steps");
+  if (!rows.is_array() || rows.size() != steps) throw Invalid{"a join model does not give every step"};
+  for (const auto& row : rows) {
+    if (!row.is_array() || row.size() != 3) throw Invalid{"a join step is not [host_start, gpu_first, gpu_span_only]"};
+    whatif::JoinStep step;
+    step.host_start = join_time_from(row.at(0), collectives);
+    step.gpu_first = join_time_from(row.at(1), collectives);
+    step.gpu_span_only = row.at(2).get<bool>();
+    model.steps.push_back(std::move(step));
+  }
+  return model;
+}
+
+RankJoin join_from(const json& j, size_t collectives) {
+  RankJoin join;
+  for (const auto& row : j.at("steps")) {
+    if (!row.is_array() || row.size() != 3) throw Invalid{"a join step row is not [number, measured, period_ns]"};
+    join.step_numbers.push_back(whole<int64_t>(row, size_t{0}));
+    join.measured.push_back(row.at(1).get<bool>() ? 1 : 0);
+    join.measured_period_ns.push_back(whole<int64_t>(row, size_t{2}));
+  }
+  join.in_window.assign(collectives, 0);
+  for (const auto& index : j.at("in_window")) {
+    const size_t c = whole_value<size_t>(index, "in_window");
+    if (c >= collectives) throw Invalid{"join: in_window names collective " + std::to_string(c) + " of " + std::to_string(collectives)};
+    join.in_window[c] = 1;
+  }
+  join.predicted_step_ms = j.at("predicted_step_ms").get<double>();
+  join.unchanged = join_model_from(j.at("unchanged"), collectives, join.step_numbers.size());
+  join.fixed = join_model_from(j.at("fixed"), collectives, join.step_numbers.size());
+  join.available = !join.step_numbers.empty();
+  return join;
+}
+
 }  // namespace
 
 void write_digest(const RankDigest& d, std::ostream& out) {
@@ -218,6 +318,7 @@ void write_digest(const RankDigest& d, std::ostream& out) {
                 "before_ns", "before_compute_ns", "before_data_loader_ns", "before_copy_ns", "before_host_ns"}},
               {"collectives", collectives},
               {"findings", findings}};
+  if (d.join.available) doc["join"] = join_json(d.join);
   out << doc.dump() << '\n';
 }
 
@@ -303,6 +404,7 @@ std::variant<RankDigest, DigestError> parse_digest(std::string_view text, const 
       d.collectives.push_back(std::move(c));
     }
     for (const auto& f : doc.at("findings")) d.findings.push_back(finding_from(f));
+    if (doc.contains("join")) d.join = join_from(doc.at("join"), d.collectives.size());  // absent before format 1.3
     return d;
   } catch (const Invalid& invalid) {
     return DigestError{label + ": " + invalid.message};

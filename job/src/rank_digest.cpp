@@ -366,6 +366,7 @@ struct Builder {
       }
       call.bytes = bytes;
       call.on_device = events.kind[i] == EventKind::Kernel;
+      call.event = i;
       const int64_t from = std::max(previous_end, windows[static_cast<size_t>(w)].start_ns);
       const int64_t to = std::max(issued[k], events.ts_ns[i]);
       if (to > from) {

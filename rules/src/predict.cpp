@@ -73,6 +73,8 @@ double ledger_prediction(double measured, const Finding& finding) {
 
 bool in_all_fixes_replay(const Finding& finding) { return !finding.fixes.empty() && !changes_batch(finding); }
 
+std::vector<whatif::Fix> all_fixes(const std::vector<Finding>& findings) { return fixes_of(findings, nullptr); }
+
 WhatIf::WhatIf(const Analysis& analysis) : analysis_(analysis) {
   if (analysis.steady_step_count() == 0 || analysis.step_period_ns() <= 0 || analysis.timeline == nullptr) return;
   graph_ = whatif::build_graph(analysis, whatif::replay_window(analysis));

@@ -192,6 +192,7 @@ struct JobTable {
   size_t folded_findings = 0;     // per-rank findings shown once here because every rank has them
   std::vector<JobRankRow> rows;
   std::vector<JobSkew> worst;     // up to 5, largest skew first
+  JobPrediction prediction;       // the ranks replayed joined at their collectives
 };
 
 struct TraceReport {

@@ -16,10 +16,10 @@
 
 #include "ptadvise/analysis.h"
 #include "ptadvise/finding.h"
+#include "ptadvise/rules.h"
 
 namespace ptadvise {
 
-struct EvaluateOptions;  // rules.h: which rules run, their thresholds and severities
 
 // ---------------------------------------------------------------------------------------------------
 // Collectives
@@ -50,6 +50,7 @@ struct CollectiveCall {
   int64_t bytes = 0;        // message size as nccl-tests counts it; 0 when the trace does not say
   int32_t group_size = 0;   // 0 when unknown
   bool on_device = false;   // a GPU kernel (else a host-side collective: gloo, or host records only)
+  EventIndex event = kNone; // the event in the analysed trace (this process only: not in a digest file)
   // The stretch before this collective (since the rank's previous collective ended, or the step began):
   // what the rank did in it. Used to say what made a late rank late.
   int64_t before_ns = 0;
@@ -68,6 +69,20 @@ struct CollectiveTypeStats {
   double algbw_gbps = 0;       // bytes / time over the sized collectives (GB/s, 1e9), 0 when unknown
   double busbw_gbps = 0;       // algbw * nccl-tests factor
   int32_t group_size = 0;      // largest group seen
+};
+
+// The rank's step replay as a function of when its collectives end (whatif::join_model), so that the job
+// replays its ranks together: a fix on one rank shortens the others' waits (docs/WHATIF.md, "Jobs").
+// Times are absolute, as CollectiveCall's; JoinTerm::source and `arrival` index RankDigest::collectives.
+struct RankJoin {
+  bool available = false;
+  std::vector<uint8_t> in_window;           // per collective: in the replayed steps
+  std::vector<int64_t> step_numbers;        // per model step: Step::number
+  std::vector<uint8_t> measured;            // per model step: its period is replayed (else the step after)
+  std::vector<int64_t> measured_period_ns;  // per model step
+  whatif::JoinModel unchanged;              // the rank as recorded
+  whatif::JoinModel fixed;                  // with the fixes of all its findings together
+  double predicted_step_ms = 0;             // this rank's all-fixes prediction, replayed alone
 };
 
 // ---------------------------------------------------------------------------------------------------
@@ -108,6 +123,7 @@ struct RankDigest {
   double buffer_broadcasts_per_step = 0;  // DDP buffer broadcasts (broadcast collectives inside the forward)
   std::vector<CollectiveTypeStats> by_type;
   std::vector<CollectiveCall> collectives;  // steady steps only, in start order
+  RankJoin join;
 };
 
 struct DigestError {
@@ -116,6 +132,11 @@ struct DigestError {
 
 // Builds the digest of one analysed rank; `findings` are its per-trace findings.
 RankDigest make_digest(const Analysis& analysis, std::vector<Finding> findings);
+
+// Fills digest.join from the rank's what-if (its graph, and the fixes of `findings` together), while the
+// analysis is alive; `prediction` is the rank's own (WhatIf::predict_steps of the same findings).
+void add_join(RankDigest& digest, const Analysis& analysis, const WhatIf& whatif, const std::vector<Finding>& findings,
+              const StepPrediction& prediction);
 
 void write_digest(const RankDigest& digest, std::ostream& out);  // JSON
 std::variant<RankDigest, DigestError> parse_digest(std::string_view json, const std::string& label);
@@ -169,6 +190,19 @@ struct RankJobStats {
   double late_cause_ms = 0;     // per step: how much longer that stretch was than the median rank's
 };
 
+// The job's steps replayed with its ranks joined at their collectives (docs/WHATIF.md, "Jobs"): a
+// collective ends when its last rank has arrived plus its transfer time (the shortest any rank measured).
+struct JobPrediction {
+  bool available = false;
+  size_t steps = 0;                // steps whose periods are joined
+  size_t joined_collectives = 0;   // per replay: collectives matched on every rank inside their replays
+  double measured_step_ms = 0;     // mean over those steps of the slowest rank's measured period
+  double replayed_step_ms = 0;     // the same, replayed joined, unchanged
+  double predicted_step_ms = 0;    // with every rank's fixes; measured - (replayed - replayed with fixes)
+  double ranks_alone_step_ms = 0;  // the slowest rank's own all-fixes prediction (each rank replayed alone)
+  std::string note;                // why there is no joined replay, or how far it is from the measured
+};
+
 struct JobAnalysis {
   std::string name;
   int world_size = 1;            // as the traces say
@@ -182,6 +216,7 @@ struct JobAnalysis {
   double compute_imbalance_pct = 0;  // (max - min) / max of per-rank compute per step
   int slowest_compute_rank = -1;
   double compute_max_ms = 0, compute_min_ms = 0, compute_median_ms = 0;
+  JobPrediction prediction;
 };
 
 JobAnalysis analyze_job(const std::vector<const RankDigest*>& ranks, const std::string& name);

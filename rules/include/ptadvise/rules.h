@@ -159,6 +159,9 @@ class WhatIf {
   // `findings` applied together (each transform once: no double counting by construction).
   StepPrediction predict_steps(const std::vector<Finding>& findings) const;
 
+  // The step graph the predictions replay (its window: whatif::replay_window).
+  const whatif::Graph& graph() const { return graph_; }
+
  private:
   const Analysis& analysis_;
   bool available_ = false;
@@ -169,6 +172,8 @@ class WhatIf {
 // Whether predict_steps replays the finding's fix with the others: its rule declares a transform that
 // keeps the step's batch (a batch-size fix is predicted per sample, alone).
 bool in_all_fixes_replay(const Finding& finding);
+// The fixes predict_steps replays together for `findings`.
+std::vector<whatif::Fix> all_fixes(const std::vector<Finding>& findings);
 
 // The same, each with a WhatIf of its own (one graph per call). evaluate() calls predict_findings unless
 // EvaluateOptions::predict is off.

@@ -93,6 +93,14 @@ std::string job_findings(const std::string& report) {
   return report.substr(findings, end - findings);
 }
 
+// The "whatif" object of a report's job entry.
+std::string job_whatif(const std::string& report) {
+  size_t at = report.find("\"whatif\": {\n        \"available\"");
+  REQUIRE(at != std::string::npos);
+  size_t end = report.find('}', at);
+  return report.substr(at, end - at + 1);
+}
+
 }  // namespace
 
 TEST_CASE("job: merging 64 ranks' digests gives the job findings of checking them together") {
@@ -117,6 +125,7 @@ TEST_CASE("job: merging 64 ranks' digests gives the job findings of checking the
   const std::string a = read_file(together), b = read_file(merged);
   const std::string job_a = job_findings(a), job_b = job_findings(b);
   CHECK(job_a == job_b);
+  CHECK(job_whatif(a) == job_whatif(b));  // the joined replay from digests is the one from the traces
   CHECK(job_a.find("\"rule_id\": \"PTA202\"") != std::string::npos);
   std::string compact = job_a;
   std::erase_if(compact, [](char c) { return c == ' ' || c == '\n'; });
@@ -230,7 +239,7 @@ TEST_CASE("job: a digest keeps the report's warnings, and merge asks again for a
   CHECK(run(exe + " check --exit-zero " + trace + " >/dev/null 2>'" + err + "'") == 2);
   CHECK(run(exe + " check --exit-zero --accept-partial " + trace + " --digest-out '" + digest + "' >/dev/null 2>&1") == 0);
   const auto written = nlohmann::json::parse(read_file(digest));
-  CHECK(written.at("schema_version") == "1.2");
+  CHECK(written.at("schema_version") == "1.3");
   CHECK(written.at("partial").get<std::string>().find("68.2% of the events (60 of 88) are malformed") != std::string::npos);
   bool warned = false;
   for (const auto& warning : written.at("warnings")) {
@@ -256,4 +265,42 @@ TEST_CASE("job: a job rule's finding carries its rule's short fix for the termin
   // exposed-communication's short_fix, not its fix cut to the terminal's width.
   CHECK(text.find("= help: Overlap communication with compute (DDP buckets, FSDP prefetch)\n") != std::string::npos);
   fs::remove(out);
+}
+
+// testdata/job/loader_straggler (testdata/make_job_traces.py): rank 0 loads each batch in 20 ms, rank 1 in
+// 40 ms, and both read loss.item() every step; compute 15 ms (fp32), all-reduce transfer 5 ms, optimizer
+// 1 ms. Both run at rank 1's pace: 40.03 + 15 + 5 + 1 + the item copy = 61.061 ms, rank 0 waiting 20 ms in
+// every all-reduce. Fixed alone, rank 0's own replay keeps that wait (31.063 ms: 5 + 25 + 1 with its
+// loader in workers and its GEMM on Tensor Cores); joined, both ranks' fixes remove it: 5 + 5 + 1 + 0.063.
+TEST_CASE("job: the joined replay lets a fix on the late rank shorten the others' collectives") {
+  const std::string exe = "'" PTADVISE_BINARY "'";
+  const std::string dir = PTADVISE_SOURCE_DIR "/testdata/job/loader_straggler";
+  const fs::path out = fs::temp_directory_path() / ("ptadvise-join-" + std::to_string(::getpid()));
+  fs::remove_all(out);
+  fs::create_directories(out);
+  const std::string together = (out / "together.json").string();
+  CHECK(run(exe + " check --exit-zero --format json '" + dir + "' >'" + together + "'") == 0);
+  for (int rank = 0; rank < 2; ++rank) {
+    const std::string r = std::to_string(rank);
+    CHECK(run(exe + " check --exit-zero --format json '" + dir + "/rank-" + r + ".json' --digest-out '" +
+              (out / ("rank-" + r + ".json")).string() + "' >/dev/null") == 0);
+  }
+  const std::string merged = (out / "merged.json").string();
+  CHECK(run(exe + " merge --exit-zero --format json '" + (out / "rank-0.json").string() + "' '" +
+            (out / "rank-1.json").string() + "' >'" + merged + "'") == 0);
+  const auto report = nlohmann::json::parse(read_file(together));
+  nlohmann::json whatif;
+  for (const auto& trace : report.at("traces")) {
+    if (trace.contains("job")) whatif = trace.at("job").at("whatif");
+  }
+  REQUIRE(whatif.is_object());
+  CHECK(whatif.at("available") == true);
+  CHECK(whatif.at("steps") == 5);  // the sixth has no step after it to end its period
+  CHECK(whatif.at("measured_step_ms").get<double>() == doctest::Approx(61.061).epsilon(1e-6));
+  CHECK(whatif.at("replayed_step_ms").get<double>() == doctest::Approx(61.061).epsilon(1e-6));
+  CHECK(whatif.at("predicted_step_ms_all_fixes").get<double>() == doctest::Approx(11.063).epsilon(1e-6));
+  CHECK(whatif.at("ranks_alone_step_ms_all_fixes").get<double>() == doctest::Approx(31.063).epsilon(1e-6));
+  CHECK(whatif.at("note") == "");
+  CHECK(job_whatif(read_file(together)) == job_whatif(read_file(merged)));
+  fs::remove_all(out);
 }

@@ -4,6 +4,7 @@
 
 #include <array>
 #include <cstdint>
+#include <limits>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -225,5 +226,40 @@ struct CopyRates {
 // Factor of a scale table for a GPU op of this trace (1 when the table has no entry for it). `rates`
 // caches the trace's measured bandwidths between calls.
 double table_factor(const Timeline& timeline, ScaleTable table, EventIndex gpu_op, CopyRates* rates = nullptr);
+
+// ---- jobs: a rank's replay as a function of when its collectives end -------------------------------
+
+// In a job every rank leaves a collective when the last one has arrived and the transfer is done, so the
+// end of a collective is the job's, not one rank's. A rank's replay is max-plus: each instant is the
+// latest of constants (anchors) and of other instants plus fixed delays. So every instant the job needs
+// (a collective's start, a step's start) is max(free_ns, max over terms of end[source] + delay_ns), where
+// end[] are the ends of the rank's collectives as the job sets them (docs/WHATIF.md, "Jobs").
+inline constexpr int64_t kNoTime = std::numeric_limits<int64_t>::min();
+struct JoinTerm {
+  uint32_t source = 0;   // index into the collective nodes given to join_model
+  int64_t delay_ns = 0;  // longest path from that collective's end, through no other collective's end
+};
+struct JoinTime {
+  int64_t free_ns = kNoTime;     // what the rank's own work and anchors allow (kNoTime: none)
+  std::vector<JoinTerm> terms;   // dominated terms left out
+  // Evaluates the instant for given collective ends (kNoTime for an end not known).
+  int64_t at(const std::vector<int64_t>& ends) const;
+};
+// One step of the replay window, as replay() measures periods: the host instant where the step starts
+// on the main thread and the step's first (launched) GPU op.
+struct JoinStep {
+  uint32_t step = kNone;   // index into Analysis::steps
+  JoinTime host_start;     // kNoTime free and no terms when the trace has no main thread
+  JoinTime gpu_first;      // kNoTime free and no terms when the step has no GPU op
+  bool gpu_span_only = false;  // Step::gpu_span_only: the GPU side alone sets its period
+};
+struct JoinModel {
+  std::vector<JoinTime> arrival;  // per collective node: its start
+  std::vector<JoinStep> steps;    // the window's measured steps, and the step after them when the graph holds it
+};
+// The join model of the graph with `fixes` applied; `collectives` are GPU op or host nodes. A term's
+// path stops at the step after its collective's (or at the next step with a collective): later
+// instants depend on it through the collectives in between. Linear in the graph per collective.
+JoinModel join_model(const Graph& graph, const std::vector<uint32_t>& collectives, const std::vector<Fix>& fixes = {});
 
 }  // namespace ptadvise::whatif

@@ -1,0 +1,255 @@
+// join_model(): a rank's replay as a max-plus function of the ends of its collectives, so that a job can
+// replay its ranks together from their digests (docs/WHATIF.md, "Jobs"). Same rules as replay.cpp's
+// schedule(): an instant is the latest of its anchor, its floor, its node's start plus work (an end) and
+// its enabled incoming edges; a collective's end is cut from the graph and becomes a variable.
+#include <algorithm>
+#include <queue>
+#include <unordered_map>
+
+#include "transform.h"
+
+namespace ptadvise::whatif {
+namespace {
+
+constexpr int64_t kUnset = kNoTime;
+
+// Vertices in an order where every dependency comes first (Kahn, as schedule() does); vertices left in a
+// cycle follow in measured order.
+std::vector<uint32_t> topological_order(const Graph& g) {
+  const size_t vertices = 2 * g.nodes.size();
+  std::vector<uint32_t> pending(vertices, 0);
+  for (size_t v = 0; v < vertices; ++v) pending[v] = g.incoming[v + 1] - g.incoming[v] + (v % 2 == 1 ? 1 : 0);
+  std::vector<uint32_t> order;
+  order.reserve(vertices);
+  for (uint32_t v = 0; v < vertices; ++v) {
+    if (pending[v] == 0) order.push_back(v);
+  }
+  for (size_t head = 0; head < order.size(); ++head) {
+    const uint32_t v = order[head];
+    auto release = [&](uint32_t w) {
+      if (--pending[w] == 0) order.push_back(w);
+    };
+    if (v % 2 == 0) release(v + 1);
+    for (uint32_t k = g.outgoing[v]; k < g.outgoing[v + 1]; ++k) release(g.edges[g.out_edges[k]].to);
+  }
+  if (order.size() < vertices) {
+    std::vector<uint8_t> placed(vertices, 0);
+    for (uint32_t v : order) placed[v] = 1;
+    std::vector<uint32_t> rest;
+    for (uint32_t v = 0; v < vertices; ++v) {
+      if (!placed[v]) rest.push_back(v);
+    }
+    auto measured = [&](uint32_t v) {
+      const Node& node = g.nodes[v / 2];
+      return v % 2 == 0 ? node.start_ns : node.start_ns + node.dur_ns;
+    };
+    std::stable_sort(rest.begin(), rest.end(), [&](uint32_t x, uint32_t y) { return measured(x) < measured(y); });
+    order.insert(order.end(), rest.begin(), rest.end());
+  }
+  return order;
+}
+
+struct Target {
+  uint32_t vertex = 0;
+  int64_t offset = 0;     // added to the vertex's time
+  JoinTime* time = nullptr;
+  int32_t collective = -1;  // the collective whose start this is, else -1
+};
+
+}  // namespace
+
+int64_t JoinTime::at(const std::vector<int64_t>& ends) const {
+  int64_t t = free_ns;
+  for (const JoinTerm& term : terms) {
+    if (term.source >= ends.size() || ends[term.source] == kNoTime) continue;
+    int64_t candidate = 0;
+    if (__builtin_add_overflow(ends[term.source], term.delay_ns, &candidate)) continue;  // a hostile digest
+    t = std::max(t, candidate);
+  }
+  return t;
+}
+
+JoinModel join_model(const Graph& g, const std::vector<uint32_t>& collectives, const std::vector<Fix>& fixes) {
+  JoinModel model;
+  if (g.analysis == nullptr || g.nodes.empty()) return model;
+  const Analysis& a = *g.analysis;
+  const Changes changes = apply_fixes(g, fixes);
+  const size_t vertices = 2 * g.nodes.size();
+  std::vector<int32_t> collective_of(g.nodes.size(), -1);
+  for (size_t c = 0; c < collectives.size(); ++c) {
+    if (collectives[c] < g.nodes.size()) collective_of[collectives[c]] = static_cast<int32_t>(c);
+  }
+  // The scenario's own replay picks each step's first GPU op, as replay() measures periods.
+  const ReplayResult own = replay(g, fixes, false);
+
+  // Targets: each collective's start, each step's host start and first GPU op.
+  model.arrival.resize(collectives.size());
+  uint32_t first_step = kNone, last_step = 0;
+  for (uint32_t k = g.window.first; k <= g.window.last && k < a.steps.size(); ++k) {
+    if (!g.window.measures(k) && !(k > 0 && g.window.measures(k - 1))) continue;
+    first_step = std::min(first_step, k);
+    last_step = std::max(last_step, k);
+  }
+  if (first_step != kNone) {
+    for (uint32_t k = first_step; k <= last_step; ++k) model.steps.push_back({k, {}, {}, a.steps[k].gpu_span_only});
+  }
+  std::vector<Target> targets;
+  for (size_t c = 0; c < collectives.size(); ++c) {
+    if (collectives[c] < g.nodes.size()) targets.push_back({2 * collectives[c], 0, &model.arrival[c], static_cast<int32_t>(c)});
+  }
+  std::vector<uint32_t> gpu_first(a.steps.size(), kNone), any_first(a.steps.size(), kNone);
+  for (uint32_t n = 0; n < g.nodes.size(); ++n) {
+    const Node& node = g.nodes[n];
+    if (node.kind != NodeKind::GpuOp || node.step >= a.steps.size()) continue;
+    auto earlier = [&](uint32_t current) { return current == kNone || own.start_ns[n] < own.start_ns[current]; };
+    if (g.launched_by[n] != kNone && earlier(gpu_first[node.step])) gpu_first[node.step] = n;
+    if (earlier(any_first[node.step])) any_first[node.step] = n;
+  }
+  for (JoinStep& step : model.steps) {
+    const uint32_t k = step.step;
+    const uint32_t first = gpu_first[k] != kNone ? gpu_first[k] : any_first[k];
+    if (first != kNone) targets.push_back({2 * first, 0, &step.gpu_first, -1});
+    if (g.main_lane == kNone) continue;
+    const Lane& lane = g.lanes[g.main_lane];
+    const int64_t instant = a.steps[k].start_ns;
+    auto it = std::upper_bound(lane.nodes.begin(), lane.nodes.end(), instant,
+                               [&g](int64_t t, uint32_t n) { return t < g.nodes[n].start_ns; });
+    const uint32_t n = it == lane.nodes.begin() ? lane.nodes.front() : *(it - 1);
+    targets.push_back({2 * n, instant - g.nodes[n].start_ns, &step.host_start, -1});
+  }
+  std::unordered_multimap<uint32_t, size_t> targets_at;  // vertex -> targets
+  for (size_t t = 0; t < targets.size(); ++t) targets_at.emplace(targets[t].vertex, t);
+
+  const std::vector<uint32_t> order = topological_order(g);
+  std::vector<uint32_t> position(vertices, 0);
+  for (uint32_t i = 0; i < order.size(); ++i) position[order[i]] = i;
+  auto cut = [&](uint32_t v) { return v % 2 == 1 && collective_of[v / 2] >= 0; };
+
+  // Free times: the replay with every collective's end unknown. An instant that only those ends bind
+  // stays unknown; one that nothing binds keeps schedule()'s default (its measured time, or the replay's
+  // origin when a transform switched off all it depended on).
+  int64_t origin = std::numeric_limits<int64_t>::max();
+  for (const Node& node : g.nodes) origin = std::min(origin, node.start_ns);
+  std::vector<int64_t> free(vertices, kUnset);
+  for (uint32_t v : order) {
+    const uint32_t n = v / 2;
+    const Node& node = g.nodes[n];
+    if (cut(v)) continue;
+    int64_t t = kUnset;
+    bool bound = false;  // something other than a constant constrains it
+    if (v % 2 == 0) {
+      if (node.anchored) t = node.start_ns;
+    } else {
+      bound = true;
+      if (free[v - 1] != kUnset) t = free[v - 1] + changes.work[n];
+    }
+    for (uint32_t e = g.incoming[v]; e < g.incoming[v + 1]; ++e) {
+      if (changes.edge_off[e]) continue;
+      bound = true;
+      const Edge& edge = g.edges[e];
+      if (free[edge.from] == kUnset) continue;
+      const int64_t candidate = free[edge.from] + edge.delay_ns;
+      t = t == kUnset ? candidate : std::max(t, candidate);
+    }
+    if (changes.floor[v] != kUnset) t = t == kUnset ? changes.floor[v] : std::max(t, changes.floor[v]);
+    if (t == kUnset && !bound) {
+      const bool freed = v % 2 == 0 && g.incoming[v + 1] > g.incoming[v];
+      t = freed ? origin : v % 2 == 0 ? node.start_ns : node.start_ns + node.dur_ns;
+    }
+    free[v] = t;
+  }
+  for (Target& target : targets) {
+    target.time->free_ns = free[target.vertex] == kUnset ? kNoTime : free[target.vertex] + target.offset;
+  }
+
+  // Per collective, the longest paths from its end to the targets, through no other collective's end and
+  // no further than the next step that holds a collective (or the step after its own).
+  std::vector<uint8_t> step_has_collective(a.steps.size() + 1, 0);
+  for (uint32_t n : collectives) {
+    if (n < g.nodes.size() && g.nodes[n].step < a.steps.size()) step_has_collective[g.nodes[n].step] = 1;
+  }
+  std::vector<int64_t> distance(vertices, kUnset);
+  std::vector<uint32_t> touched;
+  // Per target collective: (source, delay) pairs before pruning; from_to[(j, k)] = delay j -> start of k.
+  std::unordered_map<uint64_t, int64_t> from_to;
+  for (size_t j = 0; j < collectives.size(); ++j) {
+    const uint32_t source_node = collectives[j];
+    if (source_node >= g.nodes.size()) continue;
+    const uint32_t own_step = g.nodes[source_node].step;
+    uint32_t horizon = kNone;
+    if (own_step < a.steps.size()) {
+      horizon = own_step + 1;
+      while (horizon < a.steps.size() && !step_has_collective[horizon] && horizon <= g.window.last) ++horizon;
+    }
+    using Entry = std::pair<uint32_t, uint32_t>;  // (topological position, vertex)
+    std::priority_queue<Entry, std::vector<Entry>, std::greater<>> frontier;
+    const uint32_t source = 2 * source_node + 1;
+    distance[source] = 0;
+    touched.push_back(source);
+    frontier.push({position[source], source});
+    while (!frontier.empty()) {
+      const uint32_t v = frontier.top().second;
+      frontier.pop();
+      const int64_t d = distance[v];
+      auto reach = [&](uint32_t w, int64_t candidate) {
+        const uint32_t step = g.nodes[w / 2].step;
+        if (horizon != kNone && step != kNone && step < a.steps.size() && step > horizon) return;
+        if (cut(w) || position[w] <= position[v]) return;  // a collective's end, or against the order (a cycle)
+        if (distance[w] == kUnset) {
+          touched.push_back(w);
+          frontier.push({position[w], w});
+        } else if (candidate <= distance[w]) {
+          return;
+        }
+        distance[w] = std::max(distance[w], candidate);
+      };
+      if (v != source) {
+        auto [first, last] = targets_at.equal_range(v);
+        for (auto it = first; it != last; ++it) {
+          Target& target = targets[it->second];
+          target.time->terms.push_back({static_cast<uint32_t>(j), d + target.offset});
+          if (target.collective >= 0) {
+            from_to[static_cast<uint64_t>(j) << 32 | static_cast<uint32_t>(target.collective)] = d;
+          }
+        }
+        if (v % 2 == 0 && collective_of[v / 2] >= 0) continue;  // its end comes from the job
+      }
+      if (v % 2 == 0) reach(v + 1, d + changes.work[v / 2]);
+      for (uint32_t k = g.outgoing[v]; k < g.outgoing[v + 1]; ++k) {
+        const uint32_t e = g.out_edges[k];
+        if (changes.edge_off[e]) continue;
+        reach(g.edges[e].to, d + g.edges[e].delay_ns);
+      }
+    }
+    for (uint32_t v : touched) distance[v] = kUnset;
+    touched.clear();
+  }
+
+  // A term j is dominated at a target when a later collective j2 it reaches also reaches the target at
+  // least as late: j2's end is at least its start on this rank, which is at least end[j] + delay(j, j2).
+  auto delay = [&](uint32_t j, uint32_t k) -> int64_t {
+    auto it = from_to.find(static_cast<uint64_t>(j) << 32 | k);
+    return it == from_to.end() ? kUnset : it->second;
+  };
+  for (Target& target : targets) {
+    std::vector<JoinTerm>& terms = target.time->terms;
+    if (terms.size() < 2) continue;
+    std::vector<JoinTerm> kept;
+    for (const JoinTerm& term : terms) {
+      bool dominated = false;
+      for (const JoinTerm& other : terms) {
+        if (other.source == term.source) continue;
+        const int64_t via = delay(term.source, other.source);
+        if (via != kUnset && term.delay_ns <= via + other.delay_ns) {
+          dominated = true;
+          break;
+        }
+      }
+      if (!dominated) kept.push_back(term);
+    }
+    terms = std::move(kept);
+  }
+  return model;
+}
+
+}  // namespace ptadvise::whatif
