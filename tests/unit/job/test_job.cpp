@@ -168,6 +168,71 @@ TEST_CASE("job: a digest survives the round trip; broken digests are refused wit
   }
 }
 
+TEST_CASE("job: a digest's join model survives the round trip; a damaged one is refused with one line") {
+  auto digests = digests_of({kSkewed});
+  ptadvise::RankDigest digest = digests[0];
+  const size_t n = digest.collectives.size();
+  REQUIRE(n == 4);
+  ptadvise::RankJoin& join = digest.join;
+  join.available = true;
+  join.in_window = {0, 1, 1, 1};
+  join.step_numbers = {2, 3};
+  join.measured = {1, 0};
+  join.measured_period_ns = {200000000, 199000000};
+  join.predicted_step_ms = 150.5;
+  for (ptadvise::whatif::JoinModel* model : {&join.unchanged, &join.fixed}) {
+    model->arrival.resize(n);
+    model->arrival[2] = {1700000260000000, {{1, 120000000}}};
+    model->arrival[3] = {ptadvise::whatif::kNoTime, {{1, 300000000}, {2, 100000000}}};
+    model->steps = {{0, {1700000200000000, {}}, {ptadvise::whatif::kNoTime, {{1, 50000000}}}, false},
+                    {1, {1700000400000000, {{2, 40000000}}}, {1700000410000000, {}}, true}};
+  }
+  join.fixed.arrival[2].free_ns -= 5000000;
+  std::ostringstream text;
+  ptadvise::write_digest(digest, text);
+  auto parsed = ptadvise::parse_digest(text.str(), "d.json");
+  REQUIRE(std::holds_alternative<ptadvise::RankDigest>(parsed));
+  const ptadvise::RankJoin& back = std::get<ptadvise::RankDigest>(parsed).join;
+  CHECK(back.available);
+  CHECK(back.in_window == join.in_window);
+  CHECK(back.step_numbers == join.step_numbers);
+  CHECK(back.measured == join.measured);
+  CHECK(back.measured_period_ns == join.measured_period_ns);
+  CHECK(back.predicted_step_ms == 150.5);
+  REQUIRE(back.fixed.arrival.size() == n);
+  CHECK(back.fixed.arrival[2].free_ns == 1700000255000000);
+  CHECK(back.unchanged.arrival[0].free_ns == ptadvise::whatif::kNoTime);
+  REQUIRE(back.unchanged.arrival[3].terms.size() == 2);
+  CHECK(back.unchanged.arrival[3].terms[1].source == 2);
+  CHECK(back.unchanged.arrival[3].terms[1].delay_ns == 100000000);
+  REQUIRE(back.unchanged.steps.size() == 2);
+  CHECK(back.unchanged.steps[1].gpu_span_only);
+  CHECK(back.unchanged.steps[1].host_start.terms[0].delay_ns == 40000000);
+  // Evaluated: the latest of the free time and each known end plus its delay.
+  CHECK(back.unchanged.arrival[3].at({0, 10, 20, 0}) == 300000010);
+  CHECK(back.unchanged.arrival[3].at({0, ptadvise::whatif::kNoTime, 250000000, 0}) == 350000000);
+
+  auto error = [&](const std::string& from, const std::string& to) {
+    std::string damaged = text.str();
+    const size_t at = damaged.find(from);
+    REQUIRE(at != std::string::npos);
+    damaged.replace(at, from.size(), to);
+    auto result = ptadvise::parse_digest(damaged, "d.json");
+    REQUIRE(std::holds_alternative<ptadvise::DigestError>(result));
+    const std::string message = std::get<ptadvise::DigestError>(result).message;
+    CHECK(message.find("d.json: ") == 0);
+    CHECK(message.find('\n') == std::string::npos);
+    return message;
+  };
+  // A term naming a collective the digest does not have, a delay that could overflow a sum, a model that
+  // leaves out a collective or a step: refused, never evaluated.
+  CHECK(error("[1,300000000,2,100000000]", "[1,300000000,4,100000000]").find("names collective 4 of 4") != std::string::npos);
+  CHECK(error("[1,300000000,2,100000000]", "[1,300000000,2,4611686018427387904]").find("out of range") != std::string::npos);
+  CHECK(error("\"in_window\":[1,2,3]", "\"in_window\":[1,2,9]").find("in_window names collective 9") != std::string::npos);
+  CHECK(error("[null,[]],[null,[]],", "[null,[]],").find("every collective's arrival") != std::string::npos);
+  CHECK(error("[[2,true,200000000],[3,false,199000000]]", "[[2,true,200000000]]").find("every step") != std::string::npos);
+}
+
 TEST_CASE("job: which traces form a job") {
   std::vector<ptadvise::RankDigest> digests(5);
   for (int i = 0; i < 4; ++i) {
