@@ -64,6 +64,12 @@
     // From `ptadvise whatif`'s prediction when the document carries one.
     var predicted = trace.whatif ? trace.whatif.predicted_step_ms_all_fixes : undefined;
     if (predicted !== undefined && predicted !== null) tiles.appendChild(tile("predicted step after fixes", ms(predicted)));
+    // A job's entry: its ranks replayed joined at their collectives.
+    var joined = trace.job && trace.job.whatif;
+    if (joined && joined.available) {
+      tiles.appendChild(tile("job step after every rank's fixes", ms(joined.predicted_step_ms_all_fixes),
+        "ranks joined at their collectives; each rank replayed alone: " + ms(joined.ranks_alone_step_ms_all_fixes)));
+    }
     tiles.appendChild(tile("findings", String(trace.findings.length), trace.coverage ? trace.coverage.text : ""));
     section.appendChild(tiles);
   }
