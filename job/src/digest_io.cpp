@@ -188,6 +188,7 @@ json join_json(const RankJoin& join) {
   return {{"steps", steps},
           {"in_window", in_window},
           {"predicted_step_ms", join.predicted_step_ms},
+          {"exact", join.exact},
           {"unchanged", join_model_json(join.unchanged)},
           {"fixed", join_model_json(join.fixed)}};
 }
@@ -249,6 +250,7 @@ RankJoin join_from(const json& j, size_t collectives) {
     join.in_window[c] = 1;
   }
   join.predicted_step_ms = j.at("predicted_step_ms").get<double>();
+  join.exact = j.at("exact").get<bool>();
   join.unchanged = join_model_from(j.at("unchanged"), collectives, join.step_numbers.size());
   join.fixed = join_model_from(j.at("fixed"), collectives, join.step_numbers.size());
   join.available = !join.step_numbers.empty();

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <limits>
 #include <map>
 
 #include "matching.h"
@@ -55,8 +56,21 @@ struct Joined {
   bool complete = true;      // every step had a period on every rank
 };
 
+// Sums and differences of a digest's times saturate: a damaged digest may hold any int64.
+int64_t plus(int64_t a, int64_t b) {
+  int64_t out = 0;
+  if (!__builtin_add_overflow(a, b, &out)) return out;
+  return b > 0 ? std::numeric_limits<int64_t>::max() : std::numeric_limits<int64_t>::min() + 1;
+}
+
+int64_t minus(int64_t a, int64_t b) {
+  int64_t out = 0;
+  if (!__builtin_sub_overflow(a, b, &out)) return out;
+  return b < 0 ? std::numeric_limits<int64_t>::max() : std::numeric_limits<int64_t>::min() + 1;
+}
+
 int64_t difference(int64_t later, int64_t earlier) {
-  return later == kNoTime || earlier == kNoTime ? kNoTime : later - earlier;
+  return later == kNoTime || earlier == kNoTime ? kNoTime : minus(later, earlier);
 }
 
 Joined join(const std::vector<const RankDigest*>& ranks, const CollectiveMatch& match, const StepPlan& plan,
@@ -77,7 +91,7 @@ Joined join(const std::vector<const RankDigest*>& ranks, const CollectiveMatch& 
     for (size_t r = 0; r < n; ++r) {
       const auto c = static_cast<size_t>(slots[r]);
       everywhere = everywhere && ranks[r]->join.in_window[c];
-      when = std::min(when, ranks[r]->collectives[c].start_ns - match.offset[r]);
+      when = std::min(when, minus(ranks[r]->collectives[c].start_ns, match.offset[r]));
     }
     if (!everywhere) continue;
     items.push_back({when, static_cast<int64_t>(m), 0, 0});
@@ -86,7 +100,7 @@ Joined join(const std::vector<const RankDigest*>& ranks, const CollectiveMatch& 
   for (size_t r = 0; r < n; ++r) {
     for (size_t c = 0; c < ranks[r]->collectives.size(); ++c) {
       if (ranks[r]->join.in_window[c] && !in_job[r][c]) {
-        items.push_back({ranks[r]->collectives[c].start_ns - match.offset[r], -1, r, c});
+        items.push_back({minus(ranks[r]->collectives[c].start_ns, match.offset[r]), -1, r, c});
       }
     }
   }
@@ -97,7 +111,7 @@ Joined join(const std::vector<const RankDigest*>& ranks, const CollectiveMatch& 
   auto own_end = [&](size_t r, size_t c) {
     const CollectiveCall& call = ranks[r]->collectives[c];
     const int64_t arrival = model(r).arrival[c].at(ends[r]);
-    ends[r][c] = arrival == kNoTime ? call.end_ns : arrival + (call.end_ns - call.start_ns);
+    ends[r][c] = arrival == kNoTime ? call.end_ns : plus(arrival, minus(call.end_ns, call.start_ns));
   };
   std::vector<int64_t> arrival(n);
   for (const Item& item : items) {
@@ -114,15 +128,15 @@ Joined join(const std::vector<const RankDigest*>& ranks, const CollectiveMatch& 
       arrival[r] = model(r).arrival[c].at(ends[r]);
       known = known && arrival[r] != kNoTime;
       // The rank that arrived last waited for nobody: the shortest time inside is the transfer.
-      transfer = std::min(transfer, std::max<int64_t>(call.end_ns - call.start_ns, 0));
+      transfer = std::min(transfer, std::max<int64_t>(minus(call.end_ns, call.start_ns), 0));
     }
     if (!known) {
       for (size_t r = 0; r < n; ++r) own_end(r, static_cast<size_t>(slots[r]));
       continue;
     }
     int64_t latest = std::numeric_limits<int64_t>::min();
-    for (size_t r = 0; r < n; ++r) latest = std::max(latest, arrival[r] - match.offset[r]);
-    for (size_t r = 0; r < n; ++r) ends[r][static_cast<size_t>(slots[r])] = latest + transfer + match.offset[r];
+    for (size_t r = 0; r < n; ++r) latest = std::max(latest, minus(arrival[r], match.offset[r]));
+    for (size_t r = 0; r < n; ++r) ends[r][static_cast<size_t>(slots[r])] = plus(plus(latest, transfer), match.offset[r]);
     ++out.joined;
   }
 
@@ -195,7 +209,15 @@ JobPrediction predict_job(const std::vector<const RankDigest*>& ranks, const Col
   out.replayed_step_ms = unchanged.step_ns / 1e6;
   // The replay's own error cancels, as for one trace: the prediction is what the fixes change in it.
   out.predicted_step_ms = std::max(0.0, out.measured_step_ms - std::max(0.0, (unchanged.step_ns - fixed.step_ns) / 1e6));
-  if (!unchanged.complete || !fixed.complete) {
+  std::string inexact;
+  for (const RankDigest* digest : ranks) {
+    if (!digest->join.exact && inexact.empty()) inexact = digest->path.empty() ? std::string("a rank") : digest->path;
+  }
+  if (!inexact.empty()) {
+    out.note = inexact + ": its replay as a function of its collectives' ends does not give back its own replay "
+               "(a thread that does not wait for the collectives in between, in a trace too large to follow every "
+               "path); the joined replay may err";
+  } else if (!unchanged.complete || !fixed.complete) {
     out.note = "some steps have no period on some rank (no host thread and no GPU op to time them)";
   } else if (out.measured_step_ms > 0 && std::fabs(out.replayed_step_ms / out.measured_step_ms - 1.0) > 0.03) {
     char text[200];

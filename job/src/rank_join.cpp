@@ -44,6 +44,7 @@ void add_join(RankDigest& digest, const Analysis& analysis, const WhatIf& whatif
     join.measured_period_ns.push_back(analysis.steps[step.step].period_ns);
   }
   join.predicted_step_ms = prediction.predicted_step_ms;
+  join.exact = join.unchanged.exact && join.fixed.exact;
   join.available = !join.step_numbers.empty();
   digest.join = std::move(join);
 }

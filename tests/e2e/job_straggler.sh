@@ -35,6 +35,11 @@ stragglers = [f for f in job[0]["findings"] if f["rule_id"] == "PTA202"]
 assert len(stragglers) == 1, [f["message"] for f in job[0]["findings"]]
 assert stragglers[0]["ranks"] == [2], stragglers[0]
 assert stragglers[0]["message"].startswith("Rank 2 is the straggler"), stragglers[0]["message"]
+# The ranks replayed joined at their gloo collectives give back the measured step (docs/WHATIF.md, "Jobs").
+joined = job[0]["job"]["whatif"]
+assert joined["available"], joined
+assert joined["note"] == "", joined["note"]
+assert abs(joined["replayed_step_ms"] / joined["measured_step_ms"] - 1) <= 0.03, joined
 PY
 
 "$ptadvise" check --exit-zero --format json "$work/even" >"$work/even.json" 2>"$work/even.err" ||

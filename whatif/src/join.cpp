@@ -69,18 +69,19 @@ int64_t JoinTime::at(const std::vector<int64_t>& ends) const {
   return t;
 }
 
-JoinModel join_model(const Graph& g, const std::vector<uint32_t>& collectives, const std::vector<Fix>& fixes) {
+namespace {
+
+// `bounded`: each collective's paths stop at the step after its own (or at the next step with a
+// collective); else they run to the end of the graph.
+JoinModel build_model(const Graph& g, const std::vector<uint32_t>& collectives, const Changes& changes,
+                      const ReplayResult& own, bool bounded) {
   JoinModel model;
-  if (g.analysis == nullptr || g.nodes.empty()) return model;
   const Analysis& a = *g.analysis;
-  const Changes changes = apply_fixes(g, fixes);
   const size_t vertices = 2 * g.nodes.size();
   std::vector<int32_t> collective_of(g.nodes.size(), -1);
   for (size_t c = 0; c < collectives.size(); ++c) {
     if (collectives[c] < g.nodes.size()) collective_of[collectives[c]] = static_cast<int32_t>(c);
   }
-  // The scenario's own replay picks each step's first GPU op, as replay() measures periods.
-  const ReplayResult own = replay(g, fixes, false);
 
   // Targets: each collective's start, each step's host start and first GPU op.
   model.arrival.resize(collectives.size());
@@ -177,7 +178,7 @@ JoinModel join_model(const Graph& g, const std::vector<uint32_t>& collectives, c
     if (source_node >= g.nodes.size()) continue;
     const uint32_t own_step = g.nodes[source_node].step;
     uint32_t horizon = kNone;
-    if (own_step < a.steps.size()) {
+    if (bounded && own_step < a.steps.size()) {
       horizon = own_step + 1;
       while (horizon < a.steps.size() && !step_has_collective[horizon] && horizon <= g.window.last) ++horizon;
     }
@@ -248,6 +249,38 @@ JoinModel join_model(const Graph& g, const std::vector<uint32_t>& collectives, c
       if (!dominated) kept.push_back(term);
     }
     terms = std::move(kept);
+  }
+  // Self-check: at the collective ends of the scenario's own replay, the model must give back that
+  // replay's instants (it is the same max-plus system, cut at those ends).
+  std::vector<int64_t> ends(collectives.size(), kNoTime);
+  for (size_t c = 0; c < collectives.size(); ++c) {
+    if (collectives[c] < g.nodes.size()) ends[c] = own.end_ns[collectives[c]];
+  }
+  model.exact = true;
+  for (const Target& target : targets) {
+    const uint32_t n = target.vertex / 2;
+    const int64_t replayed = (target.vertex % 2 == 0 ? own.start_ns[n] : own.end_ns[n]) + target.offset;
+    if (target.time->at(ends) != replayed) model.exact = false;
+  }
+  return model;
+}
+
+// Paths to the end of the graph for every collective: affordable for this many collective x vertices.
+constexpr size_t kUnboundedBudget = size_t{1} << 26;
+
+}  // namespace
+
+JoinModel join_model(const Graph& g, const std::vector<uint32_t>& collectives, const std::vector<Fix>& fixes) {
+  if (g.analysis == nullptr || g.nodes.empty()) return {};
+  const Changes changes = apply_fixes(g, fixes);
+  // The scenario's own replay picks each step's first GPU op, as replay() measures periods, and checks
+  // the model.
+  const ReplayResult own = replay(g, fixes, false);
+  JoinModel model = build_model(g, collectives, changes, own, true);
+  // A path that passes the next step without meeting a collective's end (a thread that does not wait for
+  // the collective in between): follow every path to the end when that is affordable.
+  if (!model.exact && collectives.size() * 2 * g.nodes.size() <= kUnboundedBudget) {
+    model = build_model(g, collectives, changes, own, false);
   }
   return model;
 }

@@ -83,6 +83,7 @@ struct RankJoin {
   whatif::JoinModel unchanged;              // the rank as recorded
   whatif::JoinModel fixed;                  // with the fixes of all its findings together
   double predicted_step_ms = 0;             // this rank's all-fixes prediction, replayed alone
+  bool exact = true;                        // both models pass their self-check (whatif::JoinModel::exact)
 };
 
 // ---------------------------------------------------------------------------------------------------

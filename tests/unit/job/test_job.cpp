@@ -180,6 +180,7 @@ TEST_CASE("job: a digest's join model survives the round trip; a damaged one is 
   join.measured = {1, 0};
   join.measured_period_ns = {200000000, 199000000};
   join.predicted_step_ms = 150.5;
+  join.exact = false;
   for (ptadvise::whatif::JoinModel* model : {&join.unchanged, &join.fixed}) {
     model->arrival.resize(n);
     model->arrival[2] = {1700000260000000, {{1, 120000000}}};
@@ -199,6 +200,7 @@ TEST_CASE("job: a digest's join model survives the round trip; a damaged one is 
   CHECK(back.measured == join.measured);
   CHECK(back.measured_period_ns == join.measured_period_ns);
   CHECK(back.predicted_step_ms == 150.5);
+  CHECK_FALSE(back.exact);
   REQUIRE(back.fixed.arrival.size() == n);
   CHECK(back.fixed.arrival[2].free_ns == 1700000255000000);
   CHECK(back.unchanged.arrival[0].free_ns == ptadvise::whatif::kNoTime);

@@ -45,6 +45,7 @@ Checked check_join(const whatif::Graph& graph, const std::vector<whatif::Fix>& f
   std::vector<int64_t> ends;
   for (uint32_t n : nodes) ends.push_back(replayed.end_ns[n]);
   REQUIRE(model.arrival.size() == nodes.size());
+  CHECK(model.exact);  // its own self-check agrees
   for (size_t c = 0; c < nodes.size(); ++c) {
     const int64_t at = model.arrival[c].at(ends);
     ++out.collectives;

@@ -256,10 +256,16 @@ struct JoinStep {
 struct JoinModel {
   std::vector<JoinTime> arrival;  // per collective node: its start
   std::vector<JoinStep> steps;    // the window's measured steps, and the step after them when the graph holds it
+  // Evaluated at the collective ends of the graph's own replay (with the same fixes), the model gives back
+  // that replay's instants. False only when some path from a collective passes the next step without
+  // meeting another collective's end and following every path to the end was too costly.
+  bool exact = false;
 };
 // The join model of the graph with `fixes` applied; `collectives` are GPU op or host nodes. A term's
-// path stops at the step after its collective's (or at the next step with a collective): later
-// instants depend on it through the collectives in between. Linear in the graph per collective.
+// path stops at the step after its collective's (or at the next step with a collective), where later
+// instants depend on it through the collectives in between; when the model then fails its self-check
+// (JoinModel::exact), every path is followed to the end if collectives x vertices <= 2^26. Linear in the
+// graph per collective.
 JoinModel join_model(const Graph& graph, const std::vector<uint32_t>& collectives, const std::vector<Fix>& fixes = {});
 
 }  // namespace ptadvise::whatif
