@@ -35,7 +35,7 @@ std::string pad(std::string text, size_t width) {
 
 // The joined replay in one sentence, or why there is none.
 std::string prediction_line(const JobPrediction& p) {
-  if (!p.available) return p.note.empty() ? std::string() : "no joined replay: " + p.note;
+  if (!p.available) return p.note.empty() ? std::string() : "none: " + p.note;
   std::string line = "measured " + fixed(p.measured_step_ms, 3) + " ms per step (slowest rank, " +
                      std::to_string(p.steps) + (p.steps == 1 ? " step" : " steps") + "), replayed " + fixed(p.replayed_step_ms, 3) +
                      " ms; after every rank's fixes " + fixed(p.predicted_step_ms, 3) + " ms (each rank replayed "
@@ -49,8 +49,9 @@ std::string prediction_line(const JobPrediction& p) {
 
 void text(const JobTable& job, std::ostream& out, size_t width) {
   text::wrapped(out, "  job: ", 7, alignment_line(job), width, 4);
+  // The note may name a rank's file: text from outside ptadvise.
   if (const std::string line = prediction_line(job.prediction); !line.empty()) {
-    text::wrapped(out, "  joined replay: ", 16, line, width, 4);
+    text::wrapped(out, "  joined replay: ", 16, format::visible(line), width, 4);
   }
   out << "  per rank, ms per step:\n";
   std::vector<std::vector<std::string>> table = {
@@ -84,7 +85,9 @@ void text(const JobTable& job, std::ostream& out, size_t width) {
 
 void markdown(const JobTable& job, std::ostream& out) {
   out << "_job: " << alignment_line(job) << "_\n\n";
-  if (const std::string line = prediction_line(job.prediction); !line.empty()) out << "_joined replay: " << line << "_\n\n";
+  if (const std::string line = prediction_line(job.prediction); !line.empty()) {
+    out << "_joined replay: " << format::md_cell(line) << "_\n\n";
+  }
   out << "| rank | step ms | compute | communication | exposed | overlap % | wait in collectives | data loader | idle | last % |\n"
          "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n";
   for (const auto& row : job.rows) {
