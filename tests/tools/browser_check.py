@@ -5,7 +5,8 @@ Usage: browser_check.py REPORT.html CHECK.json [--expect-charts a,b,...] [--scre
 Drives Chromium over the DevTools protocol (python3-websocket) and fails (exit 1, one line per problem)
 on any console error, uncaught exception, failed request or request that leaves the file; when a chart
 container has no drawn SVG; when a finding of CHECK.json (the `--format json` document of the same run)
-is missing from the page; or when the page is wider than the window at 1280 or 390 px.
+or a job's joined step after fixes is missing from the page; or when the page is wider than the window at
+1280 or 390 px.
 """
 import json
 import os
@@ -153,6 +154,12 @@ def main():
                 for finding in trace["findings"]:
                     if finding["fingerprint"] not in fingerprints or finding["rule_id"] not in state["text"]:
                         problems.append("%d px: finding %s %s is not on the page" % (width, finding["rule_id"], finding["fingerprint"]))
+                # A job's joined replay (docs/WHATIF.md, "Jobs") is shown with its predicted step.
+                joined = (trace.get("job") or {}).get("whatif") or {}
+                if joined.get("available"):
+                    value = "%.3f ms" % joined["predicted_step_ms_all_fixes"]
+                    if "job step after every rank's fixes" not in state["text"] or value not in state["text"]:
+                        problems.append("%d px: the job's joined step after fixes (%s) is not on the page" % (width, value))
             if not state["charts"]:
                 problems.append("%d px: no charts" % width)
             for name in expect_charts:
