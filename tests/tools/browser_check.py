@@ -154,11 +154,12 @@ def main():
                 for finding in trace["findings"]:
                     if finding["fingerprint"] not in fingerprints or finding["rule_id"] not in state["text"]:
                         problems.append("%d px: finding %s %s is not on the page" % (width, finding["rule_id"], finding["fingerprint"]))
-                # A job's joined replay (docs/WHATIF.md, "Jobs") is shown with its predicted step.
+                # A job's joined replay (docs/WHATIF.md, "Jobs") is shown with its predicted step (labels are
+                # upper-cased by the style sheet, which innerText follows).
                 joined = (trace.get("job") or {}).get("whatif") or {}
                 if joined.get("available"):
                     value = "%.3f ms" % joined["predicted_step_ms_all_fixes"]
-                    if "job step after every rank's fixes" not in state["text"] or value not in state["text"]:
+                    if "job step after every rank's fixes" not in state["text"].lower() or value not in state["text"]:
                         problems.append("%d px: the job's joined step after fixes (%s) is not on the page" % (width, value))
             if not state["charts"]:
                 problems.append("%d px: no charts" % width)
