@@ -263,10 +263,51 @@ StepWindow replay_window(const Analysis& analysis, size_t event_budget) {
   return window;
 }
 
+namespace {
+
+// Graph::order: Kahn's order over the vertices (a node's end after its start, every edge's target after its
+// source), then the vertices left in a cycle in measured order.
+void order_vertices(Graph& g) {
+  const size_t vertices = 2 * g.nodes.size();
+  std::vector<uint32_t> pending(vertices, 0);
+  for (size_t v = 0; v < vertices; ++v) pending[v] = g.incoming[v + 1] - g.incoming[v] + (v % 2 == 1 ? 1 : 0);
+  std::vector<uint32_t>& order = g.order;
+  order.clear();
+  order.reserve(vertices);
+  for (uint32_t v = 0; v < vertices; ++v) {
+    if (pending[v] == 0) order.push_back(v);
+  }
+  for (size_t head = 0; head < order.size(); ++head) {
+    const uint32_t v = order[head];
+    auto release = [&](uint32_t w) {
+      if (--pending[w] == 0) order.push_back(w);
+    };
+    if (v % 2 == 0) release(v + 1);
+    for (uint32_t k = g.outgoing[v]; k < g.outgoing[v + 1]; ++k) release(g.edges[g.out_edges[k]].to);
+  }
+  g.ordered = order.size();
+  if (order.size() == vertices) return;
+  std::vector<uint8_t> placed(vertices, 0);
+  for (uint32_t v : order) placed[v] = 1;
+  std::vector<uint32_t> rest;
+  for (uint32_t v = 0; v < vertices; ++v) {
+    if (!placed[v]) rest.push_back(v);
+  }
+  auto measured = [&](uint32_t v) {
+    const Node& node = g.nodes[v / 2];
+    return v % 2 == 0 ? node.start_ns : node.start_ns + node.dur_ns;
+  };
+  std::stable_sort(rest.begin(), rest.end(), [&](uint32_t x, uint32_t y) { return measured(x) < measured(y); });
+  order.insert(order.end(), rest.begin(), rest.end());
+}
+
+}  // namespace
+
 Graph build_graph(const Analysis& analysis, const StepWindow& window) {
   Graph graph;
   if (analysis.timeline == nullptr) return graph;
   detail::Builder(analysis, window, graph).build();
+  order_vertices(graph);
   return graph;
 }
 

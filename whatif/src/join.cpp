@@ -13,42 +13,6 @@ namespace {
 
 constexpr int64_t kUnset = kNoTime;
 
-// Vertices in an order where every dependency comes first (Kahn, as schedule() does); vertices left in a
-// cycle follow in measured order.
-std::vector<uint32_t> topological_order(const Graph& g) {
-  const size_t vertices = 2 * g.nodes.size();
-  std::vector<uint32_t> pending(vertices, 0);
-  for (size_t v = 0; v < vertices; ++v) pending[v] = g.incoming[v + 1] - g.incoming[v] + (v % 2 == 1 ? 1 : 0);
-  std::vector<uint32_t> order;
-  order.reserve(vertices);
-  for (uint32_t v = 0; v < vertices; ++v) {
-    if (pending[v] == 0) order.push_back(v);
-  }
-  for (size_t head = 0; head < order.size(); ++head) {
-    const uint32_t v = order[head];
-    auto release = [&](uint32_t w) {
-      if (--pending[w] == 0) order.push_back(w);
-    };
-    if (v % 2 == 0) release(v + 1);
-    for (uint32_t k = g.outgoing[v]; k < g.outgoing[v + 1]; ++k) release(g.edges[g.out_edges[k]].to);
-  }
-  if (order.size() < vertices) {
-    std::vector<uint8_t> placed(vertices, 0);
-    for (uint32_t v : order) placed[v] = 1;
-    std::vector<uint32_t> rest;
-    for (uint32_t v = 0; v < vertices; ++v) {
-      if (!placed[v]) rest.push_back(v);
-    }
-    auto measured = [&](uint32_t v) {
-      const Node& node = g.nodes[v / 2];
-      return v % 2 == 0 ? node.start_ns : node.start_ns + node.dur_ns;
-    };
-    std::stable_sort(rest.begin(), rest.end(), [&](uint32_t x, uint32_t y) { return measured(x) < measured(y); });
-    order.insert(order.end(), rest.begin(), rest.end());
-  }
-  return order;
-}
-
 struct Target {
   uint32_t vertex = 0;
   int64_t offset = 0;     // added to the vertex's time
@@ -121,7 +85,7 @@ JoinModel build_model(const Graph& g, const std::vector<uint32_t>& collectives, 
   std::unordered_multimap<uint32_t, size_t> targets_at;  // vertex -> targets
   for (size_t t = 0; t < targets.size(); ++t) targets_at.emplace(targets[t].vertex, t);
 
-  const std::vector<uint32_t> order = topological_order(g);
+  const std::vector<uint32_t>& order = g.order;
   std::vector<uint32_t> position(vertices, 0);
   for (uint32_t i = 0; i < order.size(); ++i) position[order[i]] = i;
   auto cut = [&](uint32_t v) { return v % 2 == 1 && collective_of[v / 2] >= 0; };

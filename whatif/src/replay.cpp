@@ -28,14 +28,6 @@ Schedule schedule(const Graph& g, const Changes& changes) {
   Schedule s;
   s.time.assign(vertices, kUnset);
   s.binder.assign(vertices, kNone);
-  std::vector<uint32_t> pending(vertices, 0);
-  for (size_t v = 0; v < vertices; ++v) pending[v] = g.incoming[v + 1] - g.incoming[v] + (v % 2 == 1 ? 1 : 0);
-  std::vector<uint32_t> ready;
-  ready.reserve(vertices);
-  for (uint32_t v = 0; v < vertices; ++v) {
-    if (pending[v] == 0) ready.push_back(v);
-  }
-  std::vector<uint8_t> done(vertices, 0);
   int64_t origin = std::numeric_limits<int64_t>::max();
   for (const Node& node : g.nodes) origin = std::min(origin, node.start_ns);
   auto settle = [&](uint32_t v) {
@@ -71,31 +63,11 @@ Schedule schedule(const Graph& g, const Changes& changes) {
     }
     s.time[v] = t;
     s.binder[v] = binder;
-    done[v] = 1;
   };
-  for (size_t head = 0; head < ready.size(); ++head) {
-    const uint32_t v = ready[head];
-    settle(v);
-    auto release = [&](uint32_t w) {
-      if (--pending[w] == 0) ready.push_back(w);
-    };
-    if (v % 2 == 0) release(v + 1);
-    for (uint32_t k = g.outgoing[v]; k < g.outgoing[v + 1]; ++k) release(g.edges[g.out_edges[k]].to);
-  }
-  if (ready.size() < vertices) {
-    // A dependency cycle (timestamps that contradict each other): the rest in measured order.
-    std::vector<uint32_t> rest;
-    for (uint32_t v = 0; v < vertices; ++v) {
-      if (!done[v]) rest.push_back(v);
-    }
-    auto measured = [&](uint32_t v) {
-      const Node& node = g.nodes[v / 2];
-      return v % 2 == 0 ? node.start_ns : node.start_ns + node.dur_ns;
-    };
-    std::stable_sort(rest.begin(), rest.end(), [&](uint32_t x, uint32_t y) { return measured(x) < measured(y); });
-    for (uint32_t v : rest) settle(v);
-    s.unordered = rest.size();
-  }
+  // In dependency order, so every vertex's sources are settled before it; vertices in a dependency cycle
+  // (timestamps that contradict each other) last, in measured order.
+  for (uint32_t v : g.order) settle(v);
+  s.unordered = g.order.size() - g.ordered;
   return s;
 }
 

@@ -104,6 +104,11 @@ struct Graph {
   std::vector<uint32_t> launched_by;    // per node: the call node that launched this GPU op, else kNone
   std::vector<uint32_t> first_launched; // per call node: the first GPU op node it launched, else kNone
   std::vector<uint32_t> next_launched;  // per GPU op node: the next GPU op node of the same call, else kNone
+  // Vertices in dependency order (Kahn's), then those left in a dependency cycle (timestamps that
+  // contradict each other) in measured order; `ordered` counts the first kind. Fixes switch edges off but
+  // never add any, so one order serves every replay of the graph.
+  std::vector<uint32_t> order;
+  size_t ordered = 0;
   size_t inferred_waits = 0;            // host waits whose drained GPU work was found
   size_t elastic_loader_waits = 0;      // loader-worker waits that end with the GPU's progress
 };
