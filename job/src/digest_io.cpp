@@ -331,6 +331,11 @@ std::variant<RankDigest, DigestError> parse_digest(std::string_view text, const 
   } catch (const json::parse_error& error) {
     return DigestError{label + ": byte " + std::to_string(error.byte) + ": not JSON (expected a digest written by "
                        "`ptadvise check --digest-out`)"};
+  } catch (const json::exception& error) {
+    // A number too large for a double (1e700) fails the parse itself, as out_of_range, not parse_error.
+    std::string what = error.what();
+    if (auto at = what.find("] "); at != std::string::npos) what = what.substr(at + 2);
+    return DigestError{label + ": not a rank digest: " + what};
   }
   try {
     if (!doc.is_object() || doc.value("format", std::string()) != kFormat) {

@@ -147,6 +147,8 @@ TEST_CASE("job: a digest survives the round trip; broken digests are refused wit
     return std::get<ptadvise::DigestError>(result).message;
   };
   CHECK(error("{\"format\": ").find("d.json: byte ") == 0);
+  // A number no double holds fails the JSON parse itself (nlohmann throws out_of_range, not parse_error).
+  CHECK(error("{\"format\": \"ptadvise-rank-digest\", \"version\": 1e700000}").find("d.json: not a rank digest: number overflow") == 0);
   CHECK(error("{\"traceEvents\": []}").find("not a ptadvise rank digest") != std::string::npos);
   CHECK(error("{\"format\": \"ptadvise-rank-digest\", \"version\": 9}").find("digest version 9") != std::string::npos);
   CHECK(error("{\"format\": \"ptadvise-rank-digest\", \"version\": 1}").find("not a complete rank digest") !=
