@@ -127,6 +127,13 @@ void explain_rule(const RulesOptions& options) {
     std::cout << '\n';
   }
   if (!info->saving_method.empty()) print_section("Estimated saving", info->saving_method);
+  // How the finding's predicted step is made (docs/WHATIF.md): a replay with the fix, or the claim alone.
+  print_section("Predicted step (what-if)",
+                info->transform.empty()
+                    ? "No transform: the predicted step is the measured step minus the estimated saving (saving_basis "
+                      "ledger)."
+                    : "Replayed with the fix as the transform " + info->transform + " (saving_basis ledger+replay). " +
+                          info->transform_method);
   std::cout << "Defined in " << info->file << '\n';
 }
 

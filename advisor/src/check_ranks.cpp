@@ -116,16 +116,17 @@ RankResult check_file(const std::string& path, const RankCheck& check, const Loa
     if (!finding.trace_rank) finding.trace_rank = timeline.rank;
   }
   result.suppressed = apply_suppressions(trace.findings, check.source_root);
+  whatif::ReplayResult fixed_replay;  // the replay of every fix, kept for the rank's join model
   if (whatif) {
     // After suppressions: the replays cover the reported findings only. One graph for all of them.
     whatif->predict_findings(trace.findings);
-    trace.prediction = whatif->predict_steps(trace.findings);
+    trace.prediction = whatif->predict_steps(trace.findings, &fixed_replay);
   } else {
     predict_from_ledger(analysis, trace.findings);
   }
   trace.summary = std::move(summary);
   result.digest = make_digest(analysis, {});
-  if (whatif) add_join(result.digest, analysis, *whatif, trace.findings, trace.prediction);
+  if (whatif) add_join(result.digest, analysis, *whatif, trace.findings, trace.prediction, &fixed_replay);
   carry_report(trace, result.digest);
   if (partial) result.digest.partial = *partial;
   return result;  // the timeline and its analysis are dropped here: only the report and the digest stay

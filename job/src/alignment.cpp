@@ -18,17 +18,6 @@ namespace {
 
 constexpr double kNsPerMs = 1e6;
 
-template <typename T>
-T median_of(std::vector<T> values) {
-  if (values.empty()) return T{};
-  const size_t mid = values.size() / 2;
-  std::nth_element(values.begin(), values.begin() + static_cast<std::ptrdiff_t>(mid), values.end());
-  T upper = values[mid];
-  if (values.size() % 2 == 1) return upper;
-  T lower = *std::max_element(values.begin(), values.begin() + static_cast<std::ptrdiff_t>(mid));
-  return lower + (upper - lower) / 2;
-}
-
 using Key = std::tuple<int64_t, std::string, int64_t>;  // (step or -1, group, order or sequence number)
 
 struct Stretch {
@@ -118,7 +107,8 @@ JobAnalysis analyze_job(const std::vector<const RankDigest*>& ranks, const std::
   job.compute_imbalance_pct = job.compute_max_ms > 0 ? 100.0 * (job.compute_max_ms - job.compute_min_ms) / job.compute_max_ms : 0;
   if (n < 2) return job;
 
-  const CollectiveMatch match = match_collectives(ranks);
+  job.match = std::make_shared<const CollectiveMatch>(match_collectives(ranks));
+  const CollectiveMatch& match = *job.match;
   job.by_sequence = match.by_sequence;
   job.aligned_collectives = match.complete.size();
   job.unmatched_collectives = match.total - match.complete.size() * n;

@@ -76,16 +76,37 @@ class Compiler {
  public:
   Compiler(std::string file, const YAML::Node& root) : file_(std::move(file)), root_(root) {}
 
+  // The one transform of job rules, `keep_pace`: the finding's ranks arrive at every collective with the
+  // others (docs/RULE_LANGUAGE.md, "Job scope"; docs/WHATIF.md, "Jobs").
+  void transform(const YAML::Node& node, RuleInfo& info, JobRuleSetImpl::Rule& rule) {
+    if (!node.IsMap()) fail(file_, node, "transform", "expected {apply: [keep_pace], method}");
+    for (auto it = node.begin(); it != node.end(); ++it) {
+      const std::string key = it->first.IsScalar() ? it->first.Scalar() : "";
+      if (key != "apply" && key != "method") fail(file_, it->first, "transform." + key, "unknown key; expected apply, method");
+    }
+    const YAML::Node apply = node["apply"];
+    if (!apply.IsSequence() || apply.size() != 1 || !apply[0].IsScalar() || apply[0].Scalar() != "keep_pace") {
+      fail(file_, apply ? apply : node, "transform.apply",
+           "expected [keep_pace] (job rules have one transform: the named ranks keep pace with the others)");
+    }
+    if (rule.over != Over::Rank && rule.over != Over::Ranks) {
+      fail(file_, apply, "transform.apply", "keep_pace moves the ranks a finding names: the rule must be over rank or ranks");
+    }
+    rule.keep_pace = true;
+    info.transform = "keep_pace";
+    info.transform_method = text_of(file_, node["method"], "transform.method");
+  }
+
   void compile(RuleInfo& info, JobRuleSetImpl::Rule& rule) {
     static const std::set<std::string> allowed{"id", "name", "scope", "over", "severity", "tags", "summary", "fix",
                                                "docs", "thresholds", "when", "message", "short_message",
-                                               "short_fix", "saving", "lone_rank", "tests"};
+                                               "short_fix", "saving", "lone_rank", "tests", "transform"};
     if (!root_.IsMap()) fail(file_, root_, "", "expected a mapping");
     for (auto it = root_.begin(); it != root_.end(); ++it) {
       if (!it->first.IsScalar() || !allowed.count(it->first.Scalar())) {
         fail(file_, it->first, it->first.IsScalar() ? it->first.Scalar() : "",
              "unknown key; expected one of id, name, scope, over, severity, tags, summary, fix, docs, thresholds, "
-             "when, message, short_message, short_fix, saving, lone_rank, tests");
+             "when, message, short_message, short_fix, saving, lone_rank, tests, transform");
       }
     }
     info.file = file_;
@@ -119,6 +140,7 @@ class Compiler {
     else if (over == "collective_type") rule.over = Over::CollectiveType;
     else fail(file_, root_["over"], "over", "expected job, rank, ranks or collective_type, got '" + over + "'");
     over_ = rule.over;
+    if (auto transform = root_["transform"]) this->transform(transform, info, rule);
     if (auto lone = root_["lone_rank"]) {
       const std::string text = text_of(file_, lone, "lone_rank");
       if (text != "true" && text != "false") fail(file_, lone, "lone_rank", "expected true or false, got '" + text + "'");

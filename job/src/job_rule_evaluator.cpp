@@ -5,6 +5,7 @@
 #include <cstdio>
 
 #include "job_rule_model.h"
+#include "matching.h"
 
 namespace ptadvise {
 
@@ -55,6 +56,29 @@ bool holds(const Condition& c, const job_detail::Row& row, const std::vector<dou
   const double a = value_of(c.left, row, thresholds), b = value_of(c.right, row, thresholds);
   if (std::isnan(a) || std::isnan(b)) return false;  // a metric the job cannot measure never fires
   return compare(a, c.op, b);
+}
+
+// A job finding's predicted step. With a keep_pace transform: the joined replay with its ranks keeping
+// pace, its saving the smaller of the claim and what that replay takes off the step (as a trace's findings
+// with a transform, docs/WHATIF.md). Otherwise, and when the job has no joined replay: the job's step
+// minus the claim.
+void predict(Finding& f, const JobRuleSetImpl::Rule& rule, const JobAnalysis& job,
+             const std::vector<const RankDigest*>& ranks) {
+  f.saving_basis = "ledger";
+  if (rule.keep_pace) {
+    std::vector<size_t> pace;
+    for (int rank : f.ranks) {
+      for (const RankJobStats& stats : job.per_rank) {
+        if (stats.rank == rank) pace.push_back(stats.digest);
+      }
+    }
+    if (auto paced = keep_pace_step_ms(ranks, job, pace)) {
+      f.saving_ms_per_step = std::min(f.saving_ms_per_step, std::max(0.0, job.prediction.measured_step_ms - *paced));
+      f.saving_pct = job.step_ms > 0 ? 100.0 * f.saving_ms_per_step / job.step_ms : 0;
+      f.saving_basis = "ledger+replay";
+    }
+  }
+  f.predicted_step_ms = std::max(0.0, job.step_ms - f.saving_ms_per_step);
 }
 
 std::string format_number(double value) {
@@ -158,6 +182,7 @@ std::vector<Finding> evaluate_job(const JobRuleSet& rules, const JobAnalysis& jo
       f.saving_method = info.saving_method;
       f.confidence = rule.confidence;
       f.trace_path = job.name;
+      predict(f, rule, job, ranks);
       findings.push_back(std::move(f));
     }
   }

@@ -59,6 +59,7 @@ struct JobRuleSetImpl {
     std::string saving_metric;
     Confidence confidence = Confidence::Medium;
     bool lone_rank = false;  // also judges one recorded rank of a larger job
+    bool keep_pace = false;  // transform: the finding's ranks arrive at the collectives with the others
     std::vector<JobRuleTest> tests;
   };
   std::vector<RuleInfo> infos;

@@ -73,8 +73,21 @@ int64_t difference(int64_t later, int64_t earlier) {
   return later == kNoTime || earlier == kNoTime ? kNoTime : minus(later, earlier);
 }
 
+// Ranks that keep pace with the others (a job finding's transform): the work that made them late before
+// each collective is gone, so each of their instants comes earlier by the excess removed before it. Per
+// rank (empty for the others): `through[c]`, the excess removed up to and including collective c (its
+// arrival comes that much earlier), and per model step the excess removed before its host start and its
+// first GPU op. An instant after some collective's end is max(free, end + delay) in the model; removing
+// the excess C before the instant and C_c before that end makes it max(free, end + C_c + delay) - C: the
+// model is evaluated at the ends raised by `through` and lowered by the instant's own excess.
+struct Pace {
+  std::vector<std::vector<int64_t>> through;
+  std::vector<std::vector<int64_t>> host_before, gpu_before;
+  bool paces(size_t r) const { return r < through.size() && !through[r].empty(); }
+};
+
 Joined join(const std::vector<const RankDigest*>& ranks, const CollectiveMatch& match, const StepPlan& plan,
-            bool fixed) {
+            bool fixed, const Pace* pace = nullptr) {
   const size_t n = ranks.size();
   auto model = [&](size_t r) -> const whatif::JoinModel& { return fixed ? ranks[r]->join.fixed : ranks[r]->join.unchanged; };
   std::vector<std::vector<int64_t>> ends(n);
@@ -107,11 +120,26 @@ Joined join(const std::vector<const RankDigest*>& ranks, const CollectiveMatch& 
   std::stable_sort(items.begin(), items.end(), [](const Item& a, const Item& b) { return a.when < b.when; });
 
   Joined out;
+  // A paced rank's ends as its model sees them (raised by the excess removed before each).
+  std::vector<std::vector<int64_t>> raised(n);
+  for (size_t r = 0; r < n; ++r) {
+    if (pace != nullptr && pace->paces(r)) raised[r].assign(ranks[r]->collectives.size(), kNoTime);
+  }
+  auto set_end = [&](size_t r, size_t c, int64_t end) {
+    ends[r][c] = end;
+    if (!raised[r].empty()) raised[r][c] = end == kNoTime ? kNoTime : plus(end, pace->through[r][c]);
+  };
+  auto at = [&](size_t r, const whatif::JoinTime& time, int64_t removed_before) {
+    if (raised[r].empty()) return time.at(ends[r]);
+    const int64_t value = time.at(raised[r]);
+    return value == kNoTime ? kNoTime : minus(value, removed_before);
+  };
+  auto arrival_of = [&](size_t r, size_t c) { return at(r, model(r).arrival[c], raised[r].empty() ? 0 : pace->through[r][c]); };
   // A rank's own collective (not on every rank, or outside another rank's replay) keeps its measured length.
   auto own_end = [&](size_t r, size_t c) {
     const CollectiveCall& call = ranks[r]->collectives[c];
-    const int64_t arrival = model(r).arrival[c].at(ends[r]);
-    ends[r][c] = arrival == kNoTime ? call.end_ns : plus(arrival, minus(call.end_ns, call.start_ns));
+    const int64_t arrival = arrival_of(r, c);
+    set_end(r, c, arrival == kNoTime ? call.end_ns : plus(arrival, minus(call.end_ns, call.start_ns)));
   };
   std::vector<int64_t> arrival(n);
   for (const Item& item : items) {
@@ -125,7 +153,7 @@ Joined join(const std::vector<const RankDigest*>& ranks, const CollectiveMatch& 
     for (size_t r = 0; r < n; ++r) {
       const auto c = static_cast<size_t>(slots[r]);
       const CollectiveCall& call = ranks[r]->collectives[c];
-      arrival[r] = model(r).arrival[c].at(ends[r]);
+      arrival[r] = arrival_of(r, c);
       known = known && arrival[r] != kNoTime;
       // The rank that arrived last waited for nobody: the shortest time inside is the transfer.
       transfer = std::min(transfer, std::max<int64_t>(minus(call.end_ns, call.start_ns), 0));
@@ -136,7 +164,7 @@ Joined join(const std::vector<const RankDigest*>& ranks, const CollectiveMatch& 
     }
     int64_t latest = std::numeric_limits<int64_t>::min();
     for (size_t r = 0; r < n; ++r) latest = std::max(latest, minus(arrival[r], match.offset[r]));
-    for (size_t r = 0; r < n; ++r) ends[r][static_cast<size_t>(slots[r])] = plus(plus(latest, transfer), match.offset[r]);
+    for (size_t r = 0; r < n; ++r) set_end(r, static_cast<size_t>(slots[r]), plus(plus(latest, transfer), match.offset[r]));
     ++out.joined;
   }
 
@@ -146,8 +174,13 @@ Joined join(const std::vector<const RankDigest*>& ranks, const CollectiveMatch& 
     for (size_t r = 0; r < n; ++r) {
       const size_t i = plan.index[r][s];
       const auto& steps = model(r).steps;
-      const int64_t host = difference(steps[i + 1].host_start.at(ends[r]), steps[i].host_start.at(ends[r]));
-      const int64_t gpu = difference(steps[i + 1].gpu_first.at(ends[r]), steps[i].gpu_first.at(ends[r]));
+      auto removed = [&](const std::vector<std::vector<int64_t>> Pace::*before, size_t k) {
+        return raised[r].empty() ? int64_t{0} : (pace->*before)[r][k];
+      };
+      const int64_t host = difference(at(r, steps[i + 1].host_start, removed(&Pace::host_before, i + 1)),
+                                      at(r, steps[i].host_start, removed(&Pace::host_before, i)));
+      const int64_t gpu = difference(at(r, steps[i + 1].gpu_first, removed(&Pace::gpu_before, i + 1)),
+                                     at(r, steps[i].gpu_first, removed(&Pace::gpu_before, i)));
       // As replay() measures a period: the later side, or the GPU's alone when the step is only its GPU span.
       int64_t period = steps[i].gpu_span_only && gpu != kNoTime ? gpu : std::max(host, gpu);
       if (period == kNoTime) {
@@ -228,6 +261,74 @@ JobPrediction predict_job(const std::vector<const RankDigest*>& ranks, const Col
     out.note = text;
   }
   return out;
+}
+
+std::optional<double> keep_pace_step_ms(const std::vector<const RankDigest*>& ranks, const JobAnalysis& job,
+                                        const std::vector<size_t>& pace) {
+  const JobPrediction& joined = job.prediction;
+  if (!joined.available || job.match == nullptr || job.match->offset.size() != ranks.size()) return std::nullopt;
+  const CollectiveMatch& match = *job.match;
+  const size_t n = ranks.size();
+  std::vector<uint8_t> paced(n, 0);
+  for (size_t r : pace) {
+    if (r < n) paced[r] = 1;
+  }
+  const size_t count = static_cast<size_t>(std::count(paced.begin(), paced.end(), 1));
+  if (count == 0 || count == n) return std::nullopt;
+  // Measured arrivals on the first rank's clock: how much later than the others' median each paced rank
+  // came to each collective is the excess its stretch before it held.
+  std::vector<std::vector<int64_t>> excess(n);
+  for (size_t r = 0; r < n; ++r) {
+    if (paced[r]) excess[r].assign(ranks[r]->collectives.size(), 0);
+  }
+  std::vector<int64_t> others;
+  for (const auto& slots : match.complete) {
+    auto arrival = [&](size_t r) { return minus(ranks[r]->collectives[static_cast<size_t>(slots[r])].start_ns, match.offset[r]); };
+    others.clear();
+    for (size_t r = 0; r < n; ++r) {
+      if (!paced[r]) others.push_back(arrival(r));
+    }
+    const int64_t middle = median_of(others);
+    for (size_t r = 0; r < n; ++r) {
+      if (paced[r]) excess[r][static_cast<size_t>(slots[r])] = std::max<int64_t>(minus(arrival(r), middle), 0);
+    }
+  }
+  // Per paced rank, the excess removed before each instant, by the measured times of its arrivals.
+  Pace shift;
+  shift.through.resize(n);
+  shift.host_before.resize(n);
+  shift.gpu_before.resize(n);
+  for (size_t r = 0; r < n; ++r) {
+    if (!paced[r]) continue;
+    const std::vector<CollectiveCall>& calls = ranks[r]->collectives;
+    std::vector<size_t> order(calls.size());
+    for (size_t c = 0; c < order.size(); ++c) order[c] = c;
+    std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return calls[a].start_ns < calls[b].start_ns; });
+    std::vector<int64_t> starts, removed_by;  // in arrival order: the start, and the excess removed through it
+    int64_t sum = 0;
+    shift.through[r].assign(calls.size(), 0);
+    for (size_t c : order) {
+      sum = plus(sum, excess[r][c]);
+      shift.through[r][c] = sum;
+      starts.push_back(calls[c].start_ns);
+      removed_by.push_back(sum);
+    }
+    auto before = [&](int64_t when) -> int64_t {
+      if (when == kNoTime) return 0;
+      const auto k = static_cast<size_t>(std::upper_bound(starts.begin(), starts.end(), when) - starts.begin());
+      return k == 0 ? 0 : removed_by[k - 1];
+    };
+    std::vector<int64_t> measured_ends(calls.size());
+    for (size_t c = 0; c < calls.size(); ++c) measured_ends[c] = calls[c].end_ns;
+    for (const whatif::JoinStep& step : ranks[r]->join.unchanged.steps) {
+      shift.host_before[r].push_back(before(step.host_start.at(measured_ends)));
+      shift.gpu_before[r].push_back(before(step.gpu_first.at(measured_ends)));
+    }
+  }
+  const Joined kept = join(ranks, match, plan_steps(ranks), false, &shift);
+  if (kept.joined == 0) return std::nullopt;
+  // As for the fixes: what keeping pace changes in the joined replay comes off the measured step.
+  return std::max(0.0, joined.measured_step_ms - std::max(0.0, joined.replayed_step_ms - kept.step_ns / 1e6));
 }
 
 }  // namespace ptadvise

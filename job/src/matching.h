@@ -1,7 +1,9 @@
 // The same collective on every rank of a job, and the ranks' clock offsets (alignment.cpp).
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
+#include <optional>
 #include <vector>
 
 #include "ptadvise/job.h"
@@ -22,5 +24,23 @@ CollectiveMatch match_collectives(const std::vector<const RankDigest*>& ranks);
 
 // The job's steps replayed with its ranks joined at their collectives (job_whatif.cpp).
 JobPrediction predict_job(const std::vector<const RankDigest*>& ranks, const CollectiveMatch& match);
+
+// The job's step, joined, when the ranks `pace` (indices into `ranks`) keep pace with the others: each of
+// them arrives at every matched collective no later than the median measured (clock-aligned) arrival of
+// the ranks not in `pace`. measured - (joined unchanged - joined with them keeping pace); none when the
+// job has no joined replay or every rank is in `pace` (job_whatif.cpp).
+std::optional<double> keep_pace_step_ms(const std::vector<const RankDigest*>& ranks, const JobAnalysis& job,
+                                        const std::vector<size_t>& pace);
+
+template <typename T>
+T median_of(std::vector<T> values) {
+  if (values.empty()) return T{};
+  const size_t mid = values.size() / 2;
+  std::nth_element(values.begin(), values.begin() + static_cast<std::ptrdiff_t>(mid), values.end());
+  T upper = values[mid];
+  if (values.size() % 2 == 1) return upper;
+  T lower = *std::max_element(values.begin(), values.begin() + static_cast<std::ptrdiff_t>(mid));
+  return lower + (upper - lower) / 2;
+}
 
 }  // namespace ptadvise

@@ -20,7 +20,7 @@ void make_absolute(whatif::JoinModel& model, int64_t origin) {
 }  // namespace
 
 void add_join(RankDigest& digest, const Analysis& analysis, const WhatIf& whatif, const std::vector<Finding>& findings,
-              const StepPrediction& prediction) {
+              const StepPrediction& prediction, const whatif::ReplayResult* fixed_replay) {
   RankJoin join;
   const whatif::Graph& graph = whatif.graph();
   // Only a rank that talks to others is joined; the rest pay nothing for it.
@@ -33,8 +33,9 @@ void add_join(RankDigest& digest, const Analysis& analysis, const WhatIf& whatif
     nodes.push_back(node);
     join.in_window.push_back(node != kNone ? 1 : 0);
   }
-  join.unchanged = whatif::join_model(graph, nodes);
-  join.fixed = whatif::join_model(graph, nodes, all_fixes(findings));
+  // The what-if's own replays, unchanged and with every fix, serve the models: none is replayed twice.
+  join.unchanged = whatif::join_model(graph, nodes, {}, &whatif.base());
+  join.fixed = whatif::join_model(graph, nodes, all_fixes(findings), fixed_replay);
   const int64_t origin = analysis.timeline->origin_ns;
   make_absolute(join.unchanged, origin);
   make_absolute(join.fixed, origin);

@@ -132,7 +132,7 @@ void WhatIf::predict_findings(std::vector<Finding>& findings) const {
   }
 }
 
-StepPrediction WhatIf::predict_steps(const std::vector<Finding>& findings) const {
+StepPrediction WhatIf::predict_steps(const std::vector<Finding>& findings, whatif::ReplayResult* fixed_replay) const {
   StepPrediction out;
   if (!available_) return out;
   out.available = true;
@@ -166,11 +166,12 @@ StepPrediction WhatIf::predict_steps(const std::vector<Finding>& findings) const
     else if (changes_batch(finding)) ++out.per_sample_only;
   }
   std::vector<whatif::Fix> fixes = fixes_of(findings, &out.fixes_applied);
-  const whatif::ReplayResult fixed = fixes.empty() ? base_ : whatif::replay(graph_, fixes);
+  whatif::ReplayResult fixed = fixes.empty() ? base_ : whatif::replay(graph_, fixes);
   out.predicted_step_ms =
       std::max(0.0, out.measured_step_ms - std::max(0.0, base_.replayed_step_ms - fixed.replayed_step_ms));
   out.critical_ms_fixed = fixed.critical_ms;
   out.critical_top_fixed = fixed.critical_top;
+  if (fixed_replay != nullptr) *fixed_replay = std::move(fixed);
   return out;
 }
 

@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <unordered_map>
 #include <utility>
 #include <vector>
@@ -59,6 +60,7 @@ class Builder {
   template <class OnStart, class OnHandOff, class OnBurst>
   void walk_helper(const Lane& lane, OnStart start, OnHandOff hand_off, OnBurst burst) const;
   uint32_t spanning_waiter(uint32_t first, uint32_t last) const;
+  std::optional<int64_t> idle_waiter(uint32_t first, uint32_t last) const;
   void read_helpers();
   void thread_edges();
 
@@ -97,6 +99,13 @@ class Builder {
   };
   std::vector<HandOff> hand_offs_;
   std::vector<Burst> bursts_;  // the helper bursts a main-thread piece spans whole
+  struct IdleWait {
+    uint32_t lane;
+    size_t last;         // the burst's last node (position in its lane)
+    int64_t burst_end;
+    int64_t gap_end;     // where the main thread's gap ends
+  };
+  std::vector<IdleWait> idle_waits_;  // bursts the main thread waited for in a gap of its own (idle_waiter)
   std::unordered_map<uint32_t, int32_t> launch_device_;
   std::unordered_map<uint32_t, std::vector<int64_t>> queued_at_;
   std::vector<uint32_t> graph_launches_;

@@ -60,6 +60,31 @@ uint32_t Builder::spanning_waiter(uint32_t first, uint32_t last) const {
   return m;
 }
 
+// A main-thread gap (no traced event on the thread) in which the main thread sat idle for most of a helper
+// burst and that ends once the burst's last node is under way: the main thread blocked until the burst's
+// work was done (a collective run by the process group's own thread and waited for with work.wait(), which
+// the profiler does not record) and resumed just before that node's record closed or after it. Returns the
+// gap's end. Only gaps: a traced op overlapping the burst is work of the main thread's own.
+std::optional<int64_t> Builder::idle_waiter(uint32_t first, uint32_t last) const {
+  const int64_t b0 = g_.nodes[first].start_ns;
+  const int64_t b1 = g_.nodes[last].start_ns + g_.nodes[last].dur_ns;
+  const int64_t last_start = g_.nodes[last].start_ns;
+  const Lane& main = g_.lanes[g_.main_lane];
+  auto it = std::upper_bound(main.nodes.begin(), main.nodes.end(), b1,
+                             [this](int64_t t, uint32_t n) { return t < g_.nodes[n].start_ns; });
+  // Among the main thread's nodes ending after the last node began (it may have resumed before the
+  // burst's record closed, and run a little work since), the gap idle for most of the burst: at most one.
+  while (it != main.nodes.begin()) {
+    const Node& node = g_.nodes[*--it];
+    const int64_t end = node.start_ns + node.dur_ns;
+    if (end <= last_start) break;
+    if (node.kind != NodeKind::HostGap) continue;
+    const int64_t idle = std::min(end, b1) - std::max(node.start_ns, b0);
+    if (2 * idle >= b1 - b0 && idle > 0) return end;
+  }
+  return std::nullopt;
+}
+
 // How the helper threads follow the main thread, read once on the uncut main thread (by lane and
 // position, which cutting the main thread does not change): where each starts and is handed work, and
 // the bursts a main-thread piece spans whole.
@@ -76,8 +101,12 @@ void Builder::read_helpers() {
         },
         [&](size_t first, size_t last) {
           const uint32_t f = lane.nodes[first], t = lane.nodes[last];
-          if (spanning_waiter(f, t) == kNone) return;
-          bursts_.push_back({l, last, g_.nodes[f].start_ns, g_.nodes[t].start_ns + g_.nodes[t].dur_ns});
+          const int64_t end = g_.nodes[t].start_ns + g_.nodes[t].dur_ns;
+          if (spanning_waiter(f, t) != kNone) {
+            bursts_.push_back({l, last, g_.nodes[f].start_ns, end});
+          } else if (auto gap_end = idle_waiter(f, t)) {
+            idle_waits_.push_back({l, last, end, *gap_end});
+          }
         });
   }
 }
@@ -116,6 +145,17 @@ void Builder::thread_edges() {
       waiter.work_ns = 0;
       add_edge(2 * last + 1, 2 * *it + 1, 0, EdgeKind::Thread);
     }
+  }
+  // A gap that waited for a burst ends when the burst does, at its measured distance (which may be
+  // negative: resumed before the record closed).
+  for (const IdleWait& w : idle_waits_) {
+    const uint32_t last = g_.lanes[w.lane].nodes[w.last];
+    const uint32_t m = main_node_at(w.gap_end - 1);
+    if (m == kNone) continue;
+    Node& gap = g_.nodes[m];
+    if (gap.kind != NodeKind::HostGap || gap.start_ns + gap.dur_ns != w.gap_end) continue;
+    gap.work_ns = 0;
+    add_edge(2 * last + 1, 2 * m + 1, w.gap_end - w.burst_end, EdgeKind::Thread);
   }
 }
 

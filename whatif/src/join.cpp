@@ -234,12 +234,18 @@ constexpr size_t kUnboundedBudget = size_t{1} << 26;
 
 }  // namespace
 
-JoinModel join_model(const Graph& g, const std::vector<uint32_t>& collectives, const std::vector<Fix>& fixes) {
+JoinModel join_model(const Graph& g, const std::vector<uint32_t>& collectives, const std::vector<Fix>& fixes,
+                     const ReplayResult* replayed) {
   if (g.analysis == nullptr || g.nodes.empty()) return {};
   const Changes changes = apply_fixes(g, fixes);
   // The scenario's own replay picks each step's first GPU op, as replay() measures periods, and checks
   // the model.
-  const ReplayResult own = replay(g, fixes, false);
+  ReplayResult replayed_here;
+  if (replayed == nullptr || replayed->start_ns.size() != g.nodes.size()) {
+    replayed_here = replay(g, fixes, false);
+    replayed = &replayed_here;
+  }
+  const ReplayResult& own = *replayed;
   JoinModel model = build_model(g, collectives, changes, own, true);
   // A path that passes the next step without meeting a collective's end (a thread that does not wait for
   // the collective in between): follow every path to the end when that is affordable.

@@ -135,9 +135,10 @@ struct DigestError {
 RankDigest make_digest(const Analysis& analysis, std::vector<Finding> findings);
 
 // Fills digest.join from the rank's what-if (its graph, and the fixes of `findings` together), while the
-// analysis is alive; `prediction` is the rank's own (WhatIf::predict_steps of the same findings).
+// analysis is alive; `prediction` is the rank's own (WhatIf::predict_steps of the same findings), and
+// `fixed_replay` the replay predict_steps made of them, when kept (else it is replayed again).
 void add_join(RankDigest& digest, const Analysis& analysis, const WhatIf& whatif, const std::vector<Finding>& findings,
-              const StepPrediction& prediction);
+              const StepPrediction& prediction, const whatif::ReplayResult* fixed_replay = nullptr);
 
 void write_digest(const RankDigest& digest, std::ostream& out);  // JSON
 std::variant<RankDigest, DigestError> parse_digest(std::string_view json, const std::string& label);
@@ -204,6 +205,8 @@ struct JobPrediction {
   std::string note;                // why there is no joined replay, or how far it is from the measured
 };
 
+struct CollectiveMatch;  // job/src/matching.h
+
 struct JobAnalysis {
   std::string name;
   int world_size = 1;            // as the traces say
@@ -218,6 +221,9 @@ struct JobAnalysis {
   int slowest_compute_rank = -1;
   double compute_max_ms = 0, compute_min_ms = 0, compute_median_ms = 0;
   JobPrediction prediction;
+  // The collectives matched on every rank and the ranks' clock offsets, kept for the job findings'
+  // joined replays (a transform that names ranks: predict_job_finding). Null for one rank.
+  std::shared_ptr<const CollectiveMatch> match;
 };
 
 JobAnalysis analyze_job(const std::vector<const RankDigest*>& ranks, const std::string& name);

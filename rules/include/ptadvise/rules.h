@@ -157,10 +157,14 @@ class WhatIf {
 
   // Measured vs replayed step, the critical path, and the step predicted with the transforms of
   // `findings` applied together (each transform once: no double counting by construction).
-  StepPrediction predict_steps(const std::vector<Finding>& findings) const;
+  // `fixed_replay`, when given, receives the replay of those transforms together (the unchanged replay,
+  // base(), when there are none).
+  StepPrediction predict_steps(const std::vector<Finding>& findings, whatif::ReplayResult* fixed_replay = nullptr) const;
 
   // The step graph the predictions replay (its window: whatif::replay_window).
   const whatif::Graph& graph() const { return graph_; }
+  // The unchanged replay of that graph.
+  const whatif::ReplayResult& base() const { return base_; }
 
  private:
   const Analysis& analysis_;

@@ -270,7 +270,9 @@ struct JoinModel {
 // path stops at the step after its collective's (or at the next step with a collective), where later
 // instants depend on it through the collectives in between; when the model then fails its self-check
 // (JoinModel::exact), every path is followed to the end if collectives x vertices <= 2^26. Linear in the
-// graph per collective.
-JoinModel join_model(const Graph& graph, const std::vector<uint32_t>& collectives, const std::vector<Fix>& fixes = {});
+// graph per collective. `replayed`: the graph's replay with the same fixes when the caller already has it
+// (its start and end times are all the model reads); otherwise the model replays the graph itself.
+JoinModel join_model(const Graph& graph, const std::vector<uint32_t>& collectives, const std::vector<Fix>& fixes = {},
+                     const ReplayResult* replayed = nullptr);
 
 }  // namespace ptadvise::whatif
