@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # A real 4-process torch.distributed (gloo) training, each rank recorded through `ptadvise run --capture torch`:
 # with rank 2 slowed (it sleeps 80 ms more than the others before every step's forward) `check` must name
-# rank 2 the straggler; the same job without the slowdown must have no straggler finding.
+# rank 2 the straggler; the same job without the slowdown must have no straggler finding. Then a 2-rank job
+# (one process per core) with rank 1 sleeping 40 ms more, and its twin without: the straggler finding's
+# predicted step (the joined replay with rank 1 keeping pace) must land within 10% of the twin's measured step.
 set -u
 ptadvise=$1
 python=${2:-/usr/bin/python3}
@@ -52,4 +54,28 @@ assert len(job) == 1, "no job entry"
 stragglers = [f["message"] for f in job[0]["findings"] if f["rule_id"] == "PTA202"]
 assert not stragglers, stragglers
 PY
-echo "ok: rank 2 named the straggler; none in the even job"
+
+bash "$here/record_gloo_job.sh" "$ptadvise" "$python" "$work/pair-slow" 2 --slow-rank 1 --slow-ms 40 ||
+  fail "recording the slowed 2-rank job failed"
+bash "$here/record_gloo_job.sh" "$ptadvise" "$python" "$work/pair-even" 2 || fail "recording the even 2-rank job failed"
+for job in pair-slow pair-even; do
+  "$ptadvise" check --exit-zero --format json "$work/$job" >"$work/$job.json" 2>"$work/$job.err" ||
+    fail "check failed: $(cat "$work/$job.err")"
+done
+"$python" - "$work/pair-slow.json" "$work/pair-even.json" <<'PY' || fail "the straggler's predicted step misses its twin"
+import json, sys
+def job(path):
+    entries = [t for t in json.load(open(path))["traces"] if t.get("job")]
+    assert len(entries) == 1, "no job entry in " + path
+    return entries[0]
+slow, even = job(sys.argv[1]), job(sys.argv[2])
+stragglers = [f for f in slow["findings"] if f["rule_id"] == "PTA202"]
+assert len(stragglers) == 1 and stragglers[0]["ranks"] == [1], [f["message"] for f in slow["findings"]]
+finding = stragglers[0]
+assert finding["saving_basis"] == "ledger+replay", finding
+predicted, twin = finding["predicted_step_ms"], even["step_ms"]
+print("2-rank job: measured %.3f ms, straggler keeping pace predicted %.3f ms, twin measured %.3f ms (%+.1f%%)"
+      % (slow["step_ms"], predicted, twin, 100 * (predicted / twin - 1)))
+assert abs(predicted / twin - 1) <= 0.10, (predicted, twin)
+PY
+echo "ok: rank 2 named the straggler; none in the even job; the 2-rank straggler's prediction lands on its twin"

@@ -267,6 +267,21 @@ TEST_CASE("job: a job rule's finding carries its rule's short fix for the termin
   fs::remove(out);
 }
 
+namespace {
+
+// The job entry's finding of `rule` in a check or merge JSON report (null when there is none).
+nlohmann::json job_finding(const nlohmann::json& report, const std::string& rule) {
+  for (const auto& trace : report.at("traces")) {
+    if (!trace.contains("job")) continue;
+    for (const auto& finding : trace.at("findings")) {
+      if (finding.at("rule_id") == rule) return finding;
+    }
+  }
+  return nullptr;
+}
+
+}  // namespace
+
 // testdata/job/loader_straggler (testdata/make_job_traces.py): rank 0 loads each batch in 20 ms, rank 1 in
 // 40 ms, and both read loss.item() every step; compute 15 ms (fp32), all-reduce transfer 5 ms, optimizer
 // 1 ms. Both run at rank 1's pace: 40.03 + 15 + 5 + 1 + the item copy = 61.061 ms, rank 0 waiting 20 ms in
@@ -302,5 +317,36 @@ TEST_CASE("job: the joined replay lets a fix on the late rank shorten the others
   CHECK(whatif.at("ranks_alone_step_ms_all_fixes").get<double>() == doctest::Approx(31.063).epsilon(1e-6));
   CHECK(whatif.at("note") == "");
   CHECK(job_whatif(read_file(together)) == job_whatif(read_file(merged)));
+  // straggler-rank's keep_pace: rank 1 loading as fast as rank 0 gives 20 + 15 + 5 + 1 + 0.061 ms.
+  for (const std::string& file : {together, merged}) {
+    INFO(file);
+    const nlohmann::json straggler = job_finding(nlohmann::json::parse(read_file(file)), "PTA202");
+    REQUIRE(straggler.is_object());
+    CHECK(straggler.at("saving_basis") == "ledger+replay");
+    CHECK(straggler.at("saving_ms_per_step").get<double>() == doctest::Approx(20.0).epsilon(1e-6));
+    CHECK(straggler.at("predicted_step_ms").get<double>() == doctest::Approx(41.061).epsilon(1e-6));
+  }
   fs::remove_all(out);
+}
+
+// straggler-rank's fixture: 4 gloo ranks recorded on 2 cores, rank 2 sleeping 60 ms more before each
+// forward. The joined replay with rank 2 keeping pace takes 59.172 ms off the job's 112.556 ms (the claim,
+// its arrival 64.43 ms after the others' median, is larger: the others' steps also hold their own stretches
+// and the transfers). exposed-communication has no transform: the job's step minus its claim.
+TEST_CASE("job: every job finding carries a predicted step, by the joined replay when its rule has a transform") {
+  const std::string exe = "'" PTADVISE_BINARY "'";
+  const std::string dir = PTADVISE_SOURCE_DIR "/rules.d/job/straggler-rank.tests/fire";
+  const fs::path out = fs::temp_directory_path() / ("ptadvise-pace-" + std::to_string(::getpid()) + ".json");
+  CHECK(run(exe + " check --exit-zero --format json '" + dir + "' >'" + out.string() + "'") == 0);
+  const auto report = nlohmann::json::parse(read_file(out));
+  const nlohmann::json straggler = job_finding(report, "PTA202");
+  REQUIRE(straggler.is_object());
+  CHECK(straggler.at("saving_basis") == "ledger+replay");
+  CHECK(straggler.at("saving_ms_per_step").get<double>() == doctest::Approx(59.172).epsilon(1e-6));
+  CHECK(straggler.at("predicted_step_ms").get<double>() == doctest::Approx(53.384).epsilon(1e-6));
+  const nlohmann::json exposed = job_finding(report, "PTA201");
+  REQUIRE(exposed.is_object());
+  CHECK(exposed.at("saving_basis") == "ledger");
+  CHECK(exposed.at("predicted_step_ms").get<double>() == doctest::Approx(112.556 - 13.192).epsilon(1e-6));
+  fs::remove(out);
 }
