@@ -350,3 +350,16 @@ TEST_CASE("job: every job finding carries a predicted step, by the joined replay
   CHECK(exposed.at("predicted_step_ms").get<double>() == doctest::Approx(112.556 - 13.192).epsilon(1e-6));
   fs::remove(out);
 }
+
+TEST_CASE("job: explain shows how a rule's finding gets its predicted step") {
+  const std::string exe = "'" PTADVISE_BINARY "'";
+  const fs::path out = fs::temp_directory_path() / ("ptadvise-explain-" + std::to_string(::getpid()) + ".txt");
+  CHECK(run(exe + " explain straggler-rank >'" + out.string() + "'") == 0);
+  const std::string paced = read_file(out);
+  CHECK(paced.find("Predicted step (what-if)\n    Replayed with the fix as the transform keep_pace (saving_basis "
+                   "ledger+replay).") != std::string::npos);
+  CHECK(run(exe + " explain exposed-communication >'" + out.string() + "'") == 0);
+  CHECK(read_file(out).find("No transform: the predicted step is the measured step minus the estimated saving") !=
+        std::string::npos);
+  fs::remove(out);
+}
