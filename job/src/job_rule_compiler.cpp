@@ -12,6 +12,7 @@
 
 #include "job_rule_model.h"
 #include "ptadvise/yaml_budget.h"
+#include "ptadvise/yaml_reader.h"
 
 namespace ptadvise {
 
@@ -327,7 +328,7 @@ void add_rule(JobRuleSetImpl& set, std::string_view yaml, const std::string& fil
   } catch (const YAML::Exception& error) {
     std::ostringstream out;
     out << file << ':' << error.mark.line + 1 << ':' << error.mark.column + 1 << ": " << error.msg;
-    throw Failure{out.str()};
+    throw Failure{single_line(out.str())};  // the parser quotes the offending character: it may be a newline
   }
   if (!yaml_within_budget(root)) throw Failure{file + ": yaml: " + yaml_budget_message()};
   RuleInfo info;
@@ -379,7 +380,7 @@ std::variant<JobRuleSet, JobRuleError> load_job_rule_text(std::string_view yaml,
   } catch (const Failure& failure) {
     return JobRuleError{failure.message};
   } catch (const YAML::Exception& error) {
-    return JobRuleError{file + ": " + error.msg};
+    return JobRuleError{single_line(file + ": " + error.msg)};
   }
   return set;
 }
@@ -396,7 +397,7 @@ std::variant<JobRuleSet, JobRuleError> load_job_rules(const std::vector<std::str
       } catch (const Failure& failure) {
         return JobRuleError{failure.message};
       } catch (const YAML::Exception& error) {
-        return JobRuleError{path + ": " + error.msg};
+        return JobRuleError{single_line(path + ": " + error.msg)};
       }
     }
   }

@@ -422,3 +422,52 @@ saving: {ms_per_step: compute_ms, method: m, confidence: low}
   CHECK(std::get<ptadvise::JobRuleSet>(accepted).judges_lone_rank("PTA299"));
 }
 
+
+// A job rule's transform is keep_pace, on a rule over rank or ranks; anything else is a one-line error.
+TEST_CASE("job rules: the keep_pace transform and its errors") {
+  const std::string rule = std::string(R"(id: PTA298
+name: pace
+scope: job
+over: rank
+severity: info
+tags: [distributed]
+summary: s
+fix: f
+docs: {what: w, why: y, example: e, fix: f}
+when:
+  all:
+    - compute_ms > 0
+message: m
+saving: {ms_per_step: compute_ms, method: m, confidence: low}
+transform:
+  apply: [keep_pace]
+  method: the rank keeps pace
+)");
+  auto loaded = ptadvise::load_job_rule_text(rule, "pace.yaml");
+  REQUIRE(std::holds_alternative<ptadvise::JobRuleSet>(loaded));
+  const ptadvise::RuleInfo* info = std::get<ptadvise::JobRuleSet>(loaded).find("PTA298");
+  REQUIRE(info != nullptr);
+  CHECK(info->transform == "keep_pace");
+  CHECK(info->transform_method == "the rank keeps pace");
+  auto error_of = [](const std::string& text) {
+    auto result = ptadvise::load_job_rule_text(text, "pace.yaml");
+    REQUIRE(std::holds_alternative<ptadvise::JobRuleError>(result));
+    return std::get<ptadvise::JobRuleError>(result).message;
+  };
+  std::string other = rule;
+  other.replace(other.find("[keep_pace]"), 11, "[remove]");
+  CHECK(error_of(other).find("pace.yaml:16:10: transform.apply: expected [keep_pace]") == 0);
+  std::string over_job = rule;
+  over_job.replace(over_job.find("over: rank"), 10, "over: job");
+  CHECK(error_of(over_job).find("the rule must be over rank or ranks") != std::string::npos);
+  std::string unknown = rule;
+  unknown.replace(unknown.find("  method: the"), 13, "  methods: the");
+  CHECK(error_of(unknown).find("transform.methods: unknown key; expected apply, method") != std::string::npos);
+  // Found by fuzz_rules: the YAML parser quotes the character it cannot read, a newline included.
+  std::ifstream seed(PTADVISE_SOURCE_DIR "/tests/fuzz/seeds/rules/regression_job_newline_escape.yaml", std::ios::binary);
+  std::ostringstream bytes;
+  bytes << seed.rdbuf();
+  const std::string message = error_of(bytes.str());
+  CHECK(message.find('\n') == std::string::npos);
+  CHECK(message == "pace.yaml:6:1: unknown escape character: \\n");
+}
