@@ -389,17 +389,12 @@ TEST_CASE("job: the shared multi-rank traces") {
   CHECK(parser.collectives.front().group == "0");
 }
 
-TEST_CASE("job rules: `lone_rank` says which rules also judge one rank of a larger job") {
-  const auto rules = job_rules();
-  CHECK(rules.judges_lone_rank("PTA201"));  // exposed communication: one rank's own measure
-  CHECK_FALSE(rules.judges_lone_rank("PTA202"));  // straggler: needs the other ranks
-  CHECK_FALSE(rules.judges_lone_rank("PTA999"));
-  const std::string rule = std::string(R"(id: PTA299
-name: lone
-scope: job
-over: rank
-lone_rank: sometimes
-severity: info
+namespace {
+
+// A minimal job rule over rank: `extra` lines go after `over` (line 5 on), `tail` at the end.
+std::string job_rule_text(const std::string& id, const std::string& name, const std::string& extra,
+                          const std::string& tail = "") {
+  return "id: " + id + "\nname: " + name + "\nscope: job\nover: rank\n" + extra + R"(severity: info
 tags: [distributed]
 summary: s
 fix: f
@@ -409,7 +404,17 @@ when:
     - compute_ms > 0
 message: m
 saving: {ms_per_step: compute_ms, method: m, confidence: low}
-)");
+)" + tail;
+}
+
+}  // namespace
+
+TEST_CASE("job rules: `lone_rank` says which rules also judge one rank of a larger job") {
+  const auto rules = job_rules();
+  CHECK(rules.judges_lone_rank("PTA201"));  // exposed communication: one rank's own measure
+  CHECK_FALSE(rules.judges_lone_rank("PTA202"));  // straggler: needs the other ranks
+  CHECK_FALSE(rules.judges_lone_rank("PTA999"));
+  const std::string rule = job_rule_text("PTA299", "lone", "lone_rank: sometimes\n");
   auto loaded = ptadvise::load_job_rule_text(rule, "lone.yaml");
   REQUIRE(std::holds_alternative<ptadvise::JobRuleError>(loaded));
   CHECK(std::get<ptadvise::JobRuleError>(loaded).message.find("lone.yaml:5:") == 0);
@@ -425,24 +430,8 @@ saving: {ms_per_step: compute_ms, method: m, confidence: low}
 
 // A job rule's transform is keep_pace, on a rule over rank or ranks; anything else is a one-line error.
 TEST_CASE("job rules: the keep_pace transform and its errors") {
-  const std::string rule = std::string(R"(id: PTA298
-name: pace
-scope: job
-over: rank
-severity: info
-tags: [distributed]
-summary: s
-fix: f
-docs: {what: w, why: y, example: e, fix: f}
-when:
-  all:
-    - compute_ms > 0
-message: m
-saving: {ms_per_step: compute_ms, method: m, confidence: low}
-transform:
-  apply: [keep_pace]
-  method: the rank keeps pace
-)");
+  const std::string rule =
+      job_rule_text("PTA298", "pace", "", "transform:\n  apply: [keep_pace]\n  method: the rank keeps pace\n");
   auto loaded = ptadvise::load_job_rule_text(rule, "pace.yaml");
   REQUIRE(std::holds_alternative<ptadvise::JobRuleSet>(loaded));
   const ptadvise::RuleInfo* info = std::get<ptadvise::JobRuleSet>(loaded).find("PTA298");
