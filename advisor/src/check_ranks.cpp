@@ -253,6 +253,7 @@ TraceReport job_entry(CheckedJob& checked, const std::vector<RankDigest>& digest
   table.backend = first.backend;
   table.aligned_collectives = job.aligned_collectives;
   table.unmatched_collectives = job.unmatched_collectives;
+  table.uncompared_steps = job.uncompared_steps;
   table.by_sequence = job.by_sequence;
   table.compute_imbalance_pct = job.compute_imbalance_pct;
   table.folded_findings = checked.folded_findings;

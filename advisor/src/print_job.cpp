@@ -20,6 +20,11 @@ std::string alignment_line(const JobTable& job) {
   line += "; " + std::to_string(job.aligned_collectives) + " collectives matched on every rank (" +
           (job.by_sequence ? "by sequence number" : "by step and order") + ")";
   if (job.unmatched_collectives > 0) line += ", " + std::to_string(job.unmatched_collectives) + " not on every rank";
+  if (job.uncompared_steps > 0) {
+    line += " (waits per step leave out the " +
+            (job.uncompared_steps == 1 ? std::string("step") : std::to_string(job.uncompared_steps) + " steps") +
+            " they fall in)";
+  }
   line += "; compute imbalance " + fixed(job.compute_imbalance_pct, 1) + "%";
   if (job.folded_findings > 0) {
     line += "; " + std::to_string(job.folded_findings) + " per-rank finding" + (job.folded_findings == 1 ? "" : "s") +
@@ -132,6 +137,7 @@ jsondoc::Json document(const JobTable& job) {
   out["backend"] = job.backend;
   out["aligned_collectives"] = job.aligned_collectives;
   out["unmatched_collectives"] = job.unmatched_collectives;
+  out["uncompared_steps"] = job.uncompared_steps;
   out["matched_by"] = job.by_sequence ? "sequence" : "step-order";
   out["compute_imbalance_pct"] = number(job.compute_imbalance_pct, 2);
   out["folded_findings"] = job.folded_findings;

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <set>
 #include <tuple>
 
 #include "matching.h"
@@ -116,8 +117,41 @@ JobAnalysis analyze_job(const std::vector<const RankDigest*>& ranks, const std::
   if (match.complete.empty()) return job;
   const std::vector<int64_t>& offset = match.offset;
   for (size_t r = 0; r < n; ++r) job.per_rank[r].clock_offset_ms = static_cast<double>(offset[r]) / kNsPerMs;
+  // The per-step statistics count the steps whose collectives all matched: a step where some rank has a
+  // collective the others lack (most often the last step's, whose record on a helper thread the profiler
+  // stopped before it closed) says nothing of who waited in it, and dividing its waits by every step
+  // would thin them out. When no step is left that way (a rank runs an extra collective every step),
+  // every step counts.
+  std::vector<std::vector<uint8_t>> matched(n);
+  for (size_t r = 0; r < n; ++r) matched[r].assign(ranks[r]->collectives.size(), 0);
+  for (const auto& slots : match.complete) {
+    for (size_t r = 0; r < n; ++r) matched[r][static_cast<size_t>(slots[r])] = 1;
+  }
+  std::set<int64_t> uncompared;
+  for (size_t r = 0; r < n; ++r) {
+    for (size_t c = 0; c < ranks[r]->collectives.size(); ++c) {
+      const int64_t step = ranks[r]->collectives[c].step;
+      if (!matched[r][c] && step >= 0) uncompared.insert(step);
+    }
+  }
+  auto counted = [&](const std::vector<int64_t>& slots) {
+    for (size_t r = 0; r < n; ++r) {
+      if (uncompared.count(ranks[r]->collectives[static_cast<size_t>(slots[r])].step) > 0) return false;
+    }
+    return true;
+  };
   std::vector<const std::vector<int64_t>*> complete;
-  for (const auto& slots : match.complete) complete.push_back(&slots);
+  for (const auto& slots : match.complete) {
+    if (counted(slots)) complete.push_back(&slots);
+  }
+  size_t fewest_steps = SIZE_MAX;
+  for (size_t r = 0; r < n; ++r) fewest_steps = std::min(fewest_steps, ranks[r]->steady_steps);
+  if (complete.empty() || uncompared.size() >= fewest_steps) {
+    uncompared.clear();
+    complete.clear();
+    for (const auto& slots : match.complete) complete.push_back(&slots);
+  }
+  job.uncompared_steps = uncompared.size();
 
   std::vector<double> wait(n, 0), late(n, 0), caused(n, 0);
   std::vector<std::map<CollectiveType, double>> wait_by_type(n);
@@ -182,7 +216,7 @@ JobAnalysis analyze_job(const std::vector<const RankDigest*>& ranks, const std::
     if (*top > 0) ++straggler_steps[static_cast<size_t>(top - per_rank.begin())];
   }
   for (size_t r = 0; r < n; ++r) {
-    const double steps = static_cast<double>(std::max<size_t>(ranks[r]->steady_steps, 1));
+    const double steps = static_cast<double>(std::max<size_t>(ranks[r]->steady_steps - std::min(ranks[r]->steady_steps, uncompared.size()), 1));
     job.per_rank[r].straggler_steps_pct =
         caused_by_step.empty() ? 0 : 100.0 * static_cast<double>(straggler_steps[r]) / static_cast<double>(caused_by_step.size());
     RankJobStats& stats = job.per_rank[r];

@@ -187,6 +187,7 @@ struct JobTable {
   std::string backend;
   size_t aligned_collectives = 0;
   size_t unmatched_collectives = 0;
+  size_t uncompared_steps = 0;  // steps left out of the wait statistics (JobAnalysis)
   bool by_sequence = false;
   double compute_imbalance_pct = 0;
   size_t folded_findings = 0;     // per-rank findings shown once here because every rank has them

@@ -126,6 +126,37 @@ TEST_CASE("job: ranks are aligned on collective ends; skew, last rank and waits 
   CHECK(job.compute_imbalance_pct == doctest::Approx(0));
 }
 
+// The last step's record on one rank lost (the profiler stopped before a helper thread closed it): the
+// waits per step are over the three steps whose collectives matched, not thinned out over all four.
+TEST_CASE("job: a step with a collective not on every rank is left out of the waits per step") {
+  auto digests = digests_of({kSkewed});
+  REQUIRE(digests[0].collectives.size() == 4);
+  digests[0].collectives.pop_back();
+  auto job = ptadvise::analyze_job(pointers(digests), kSkewed);
+  CHECK(job.aligned_collectives == 3);
+  CHECK(job.unmatched_collectives == 1);
+  CHECK(job.uncompared_steps == 1);
+  CHECK(job.per_rank[0].wait_ms == doctest::Approx(20));
+  CHECK(job.per_rank[1].late_ms == doctest::Approx(20));
+  CHECK(job.per_rank[1].caused_wait_ms == doctest::Approx(20));
+  CHECK(job.per_rank[1].late_cause_ms == doctest::Approx(20));
+  CHECK(job.per_rank[1].last_pct == doctest::Approx(100));
+
+  // A rank with an extra collective in every step: no step would be left, so every step counts.
+  digests = digests_of({kSkewed});
+  const auto extra = digests[1].collectives;
+  for (auto call : extra) {
+    call.group = "metrics";
+    digests[1].collectives.push_back(call);
+  }
+  job = ptadvise::analyze_job(pointers(digests), kSkewed);
+  CHECK(job.aligned_collectives == 4);
+  CHECK(job.unmatched_collectives == 4);
+  CHECK(job.uncompared_steps == 0);
+  CHECK(job.per_rank[0].wait_ms == doctest::Approx(20));
+  CHECK(job.per_rank[1].late_ms == doctest::Approx(20));
+}
+
 TEST_CASE("job: a digest survives the round trip; broken digests are refused with one line") {
   auto digests = digests_of({kSkewed});
   std::ostringstream text;
