@@ -20,17 +20,20 @@ std::string alignment_line(const JobTable& job) {
   line += "; " + std::to_string(job.aligned_collectives) + " collectives matched on every rank (" +
           (job.by_sequence ? "by sequence number" : "by step and order") + ")";
   if (job.unmatched_collectives > 0) line += ", " + std::to_string(job.unmatched_collectives) + " not on every rank";
-  if (job.uncompared_steps > 0) {
-    line += " (waits per step leave out the " +
-            (job.uncompared_steps == 1 ? std::string("step") : std::to_string(job.uncompared_steps) + " steps") +
-            " they fall in)";
-  }
   line += "; compute imbalance " + fixed(job.compute_imbalance_pct, 1) + "%";
   if (job.folded_findings > 0) {
     line += "; " + std::to_string(job.folded_findings) + " per-rank finding" + (job.folded_findings == 1 ? "" : "s") +
             " shared by every rank shown once here";
   }
   return line;
+}
+
+// Why the wait columns may disagree with the others (JobAnalysis::uncompared_steps).
+std::string uncompared_note(const JobTable& job) {
+  if (job.uncompared_steps == 0) return {};
+  return "wait and last% leave out the " +
+         (job.uncompared_steps == 1 ? std::string("step") : std::to_string(job.uncompared_steps) + " steps") +
+         " with a collective not on every rank; the other columns are the ranks' own, over every step";
 }
 
 std::string pad(std::string text, size_t width) {
@@ -75,6 +78,7 @@ void text(const JobTable& job, std::ostream& out, size_t width) {
     for (size_t c = 0; c < cells.size(); ++c) out << pad(cells[c], widths[c]);
     out << "\n";
   }
+  if (const std::string note = uncompared_note(job); !note.empty()) text::wrapped(out, "  ", 2, note, width, 4);
   if (!job.worst.empty()) {
     out << "  largest arrival skew:\n";
     for (const auto& s : job.worst) {
@@ -102,6 +106,7 @@ void markdown(const JobTable& job, std::ostream& out) {
         << " | " << fixed(row.idle_ms, 2) << " | " << fixed(row.last_pct, 0) << " |\n";
   }
   out << "\n";
+  if (const std::string note = uncompared_note(job); !note.empty()) out << "_" << note << "_\n\n";
 }
 
 jsondoc::Json document(const JobTable& job) {

@@ -96,6 +96,26 @@ TEST_CASE("text report: a job finding is located at its ranks, a folded per-rank
   CHECK(text.find("## preprocess ## on ## preprocess ##") == std::string::npos);
 }
 
+TEST_CASE("text and markdown reports: a job's wait columns say which steps they leave out") {
+  Report report = testing::sample_report();
+  JobTable job;
+  job.directory = "run";
+  job.ranks = 2;
+  job.aligned_collectives = 7;
+  job.unmatched_collectives = 1;
+  job.rows = {{0, "rank-0.json", 72.66, 0.54, 35.85, 35.84, 0.0, 40.19, 0, 0, 0},
+              {1, "rank-1.json", 72.73, 0.50, 0.71, 0.71, 0.0, 0.0, 0, 0, 100}};
+  report.traces[0].job = job;
+  const std::string note = "leave out the step with a collective not on every rank";
+  CHECK(printed(report, OutputFormat::Text).find(note) == std::string::npos);
+  report.traces[0].job->uncompared_steps = 1;
+  const std::string text = printed(report, OutputFormat::Text);
+  CHECK(text.find("  wait and last% " + note.substr(0, 24)) != std::string::npos);
+  CHECK(printed(report, OutputFormat::Markdown).find("_wait and last% " + note) != std::string::npos);
+  report.traces[0].job->uncompared_steps = 3;
+  CHECK(printed(report, OutputFormat::Markdown).find("leave out the 3 steps with a collective") != std::string::npos);
+}
+
 TEST_CASE("text report: --verbose keeps every evidence item; --concise is one line per finding") {
   Report report = testing::sample_report();
   report.traces[0].findings.resize(2);
