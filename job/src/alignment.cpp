@@ -31,9 +31,9 @@ Stretch stretch_of(const CollectiveCall& call) {
   s.data_loader = static_cast<double>(call.before_data_loader_ns);
   s.copies = static_cast<double>(call.before_copy_ns);
   s.host = static_cast<double>(call.before_host_ns);
-  const int64_t device = call.before_compute_ns + call.before_copy_ns;
-  const int64_t host = call.before_host_ns + call.before_data_loader_ns;
-  s.untraced = static_cast<double>(std::max<int64_t>(call.before_ns - std::max(device, host), 0));
+  const int64_t device = saturating_plus(call.before_compute_ns, call.before_copy_ns);
+  const int64_t host = saturating_plus(call.before_host_ns, call.before_data_loader_ns);
+  s.untraced = static_cast<double>(std::max<int64_t>(saturating_minus(call.before_ns, std::max(device, host)), 0));
   return s;
 }
 
@@ -70,8 +70,8 @@ CollectiveMatch match_collectives(const std::vector<const RankDigest*>& ranks) {
   for (size_t r = 1; r < n; ++r) {
     std::vector<int64_t> differences;
     for (const auto& slots : match.complete) {
-      differences.push_back(ranks[r]->collectives[static_cast<size_t>(slots[r])].end_ns -
-                            ranks[0]->collectives[static_cast<size_t>(slots[0])].end_ns);
+      differences.push_back(saturating_minus(ranks[r]->collectives[static_cast<size_t>(slots[r])].end_ns,
+                                             ranks[0]->collectives[static_cast<size_t>(slots[0])].end_ns));
     }
     match.offset[r] = median_of(differences);
   }
@@ -161,7 +161,7 @@ JobAnalysis analyze_job(const std::vector<const RankDigest*>& ranks, const std::
   for (size_t k = 0; k < complete.size(); ++k) {
     const auto& slots = *complete[k];
     std::vector<int64_t> arrival(n);
-    for (size_t r = 0; r < n; ++r) arrival[r] = ranks[r]->collectives[static_cast<size_t>(slots[r])].start_ns - offset[r];
+    for (size_t r = 0; r < n; ++r) arrival[r] = saturating_minus(ranks[r]->collectives[static_cast<size_t>(slots[r])].start_ns, offset[r]);
     const size_t last = static_cast<size_t>(std::max_element(arrival.begin(), arrival.end()) - arrival.begin());
     const int64_t latest = arrival[last];
     const int64_t first = *std::min_element(arrival.begin(), arrival.end());
@@ -177,13 +177,13 @@ JobAnalysis analyze_job(const std::vector<const RankDigest*>& ranks, const std::
     aligned.group = reference.group;
     aligned.step = reference.step;
     aligned.order = reference.order;
-    aligned.skew_ms = static_cast<double>(latest - first) / kNsPerMs;
+    aligned.skew_ms = static_cast<double>(saturating_minus(latest, first)) / kNsPerMs;
     aligned.last_rank = job.per_rank[last].rank;
-    aligned.last_late_ms = static_cast<double>(latest - middle) / kNsPerMs;
+    aligned.last_late_ms = static_cast<double>(saturating_minus(latest, middle)) / kNsPerMs;
     for (size_t r = 0; r < n; ++r) {
       const CollectiveCall& call = ranks[r]->collectives[static_cast<size_t>(slots[r])];
-      const int64_t inside = std::max<int64_t>(call.end_ns - call.start_ns, 0);
-      const double waited = static_cast<double>(std::min(latest - arrival[r], inside)) / kNsPerMs;
+      const int64_t inside = std::max<int64_t>(saturating_minus(call.end_ns, call.start_ns), 0);
+      const double waited = static_cast<double>(std::min(saturating_minus(latest, arrival[r]), inside)) / kNsPerMs;
       wait[r] += waited;
       wait_by_type[r][call.type] += waited;
       if (r != last) aligned.wait_ms_total += waited;

@@ -56,21 +56,8 @@ struct Joined {
   bool complete = true;      // every step had a period on every rank
 };
 
-// Sums and differences of a digest's times saturate: a damaged digest may hold any int64.
-int64_t plus(int64_t a, int64_t b) {
-  int64_t out = 0;
-  if (!__builtin_add_overflow(a, b, &out)) return out;
-  return b > 0 ? std::numeric_limits<int64_t>::max() : std::numeric_limits<int64_t>::min() + 1;
-}
-
-int64_t minus(int64_t a, int64_t b) {
-  int64_t out = 0;
-  if (!__builtin_sub_overflow(a, b, &out)) return out;
-  return b < 0 ? std::numeric_limits<int64_t>::max() : std::numeric_limits<int64_t>::min() + 1;
-}
-
 int64_t difference(int64_t later, int64_t earlier) {
-  return later == kNoTime || earlier == kNoTime ? kNoTime : minus(later, earlier);
+  return later == kNoTime || earlier == kNoTime ? kNoTime : saturating_minus(later, earlier);
 }
 
 // Ranks that keep pace with the others (a job finding's transform): the work that made them late before
@@ -104,7 +91,7 @@ Joined join(const std::vector<const RankDigest*>& ranks, const CollectiveMatch& 
     for (size_t r = 0; r < n; ++r) {
       const auto c = static_cast<size_t>(slots[r]);
       everywhere = everywhere && ranks[r]->join.in_window[c];
-      when = std::min(when, minus(ranks[r]->collectives[c].start_ns, match.offset[r]));
+      when = std::min(when, saturating_minus(ranks[r]->collectives[c].start_ns, match.offset[r]));
     }
     if (!everywhere) continue;
     items.push_back({when, static_cast<int64_t>(m), 0, 0});
@@ -113,7 +100,7 @@ Joined join(const std::vector<const RankDigest*>& ranks, const CollectiveMatch& 
   for (size_t r = 0; r < n; ++r) {
     for (size_t c = 0; c < ranks[r]->collectives.size(); ++c) {
       if (ranks[r]->join.in_window[c] && !in_job[r][c]) {
-        items.push_back({minus(ranks[r]->collectives[c].start_ns, match.offset[r]), -1, r, c});
+        items.push_back({saturating_minus(ranks[r]->collectives[c].start_ns, match.offset[r]), -1, r, c});
       }
     }
   }
@@ -127,19 +114,19 @@ Joined join(const std::vector<const RankDigest*>& ranks, const CollectiveMatch& 
   }
   auto set_end = [&](size_t r, size_t c, int64_t end) {
     ends[r][c] = end;
-    if (!raised[r].empty()) raised[r][c] = end == kNoTime ? kNoTime : plus(end, pace->through[r][c]);
+    if (!raised[r].empty()) raised[r][c] = end == kNoTime ? kNoTime : saturating_plus(end, pace->through[r][c]);
   };
   auto at = [&](size_t r, const whatif::JoinTime& time, int64_t removed_before) {
     if (raised[r].empty()) return time.at(ends[r]);
     const int64_t value = time.at(raised[r]);
-    return value == kNoTime ? kNoTime : minus(value, removed_before);
+    return value == kNoTime ? kNoTime : saturating_minus(value, removed_before);
   };
   auto arrival_of = [&](size_t r, size_t c) { return at(r, model(r).arrival[c], raised[r].empty() ? 0 : pace->through[r][c]); };
   // A rank's own collective (not on every rank, or outside another rank's replay) keeps its measured length.
   auto own_end = [&](size_t r, size_t c) {
     const CollectiveCall& call = ranks[r]->collectives[c];
     const int64_t arrival = arrival_of(r, c);
-    set_end(r, c, arrival == kNoTime ? call.end_ns : plus(arrival, minus(call.end_ns, call.start_ns)));
+    set_end(r, c, arrival == kNoTime ? call.end_ns : saturating_plus(arrival, saturating_minus(call.end_ns, call.start_ns)));
   };
   std::vector<int64_t> arrival(n);
   for (const Item& item : items) {
@@ -156,15 +143,15 @@ Joined join(const std::vector<const RankDigest*>& ranks, const CollectiveMatch& 
       arrival[r] = arrival_of(r, c);
       known = known && arrival[r] != kNoTime;
       // The rank that arrived last waited for nobody: the shortest time inside is the transfer.
-      transfer = std::min(transfer, std::max<int64_t>(minus(call.end_ns, call.start_ns), 0));
+      transfer = std::min(transfer, std::max<int64_t>(saturating_minus(call.end_ns, call.start_ns), 0));
     }
     if (!known) {
       for (size_t r = 0; r < n; ++r) own_end(r, static_cast<size_t>(slots[r]));
       continue;
     }
     int64_t latest = std::numeric_limits<int64_t>::min();
-    for (size_t r = 0; r < n; ++r) latest = std::max(latest, minus(arrival[r], match.offset[r]));
-    for (size_t r = 0; r < n; ++r) set_end(r, static_cast<size_t>(slots[r]), plus(plus(latest, transfer), match.offset[r]));
+    for (size_t r = 0; r < n; ++r) latest = std::max(latest, saturating_minus(arrival[r], match.offset[r]));
+    for (size_t r = 0; r < n; ++r) set_end(r, static_cast<size_t>(slots[r]), saturating_plus(saturating_plus(latest, transfer), match.offset[r]));
     ++out.joined;
   }
 
@@ -283,14 +270,14 @@ std::optional<double> keep_pace_step_ms(const std::vector<const RankDigest*>& ra
   }
   std::vector<int64_t> others;
   for (const auto& slots : match.complete) {
-    auto arrival = [&](size_t r) { return minus(ranks[r]->collectives[static_cast<size_t>(slots[r])].start_ns, match.offset[r]); };
+    auto arrival = [&](size_t r) { return saturating_minus(ranks[r]->collectives[static_cast<size_t>(slots[r])].start_ns, match.offset[r]); };
     others.clear();
     for (size_t r = 0; r < n; ++r) {
       if (!paced[r]) others.push_back(arrival(r));
     }
     const int64_t middle = median_of(others);
     for (size_t r = 0; r < n; ++r) {
-      if (paced[r]) excess[r][static_cast<size_t>(slots[r])] = std::max<int64_t>(minus(arrival(r), middle), 0);
+      if (paced[r]) excess[r][static_cast<size_t>(slots[r])] = std::max<int64_t>(saturating_minus(arrival(r), middle), 0);
     }
   }
   // Per paced rank, the excess removed before each instant, by the measured times of its arrivals.
@@ -308,7 +295,7 @@ std::optional<double> keep_pace_step_ms(const std::vector<const RankDigest*>& ra
     int64_t sum = 0;
     shift.through[r].assign(calls.size(), 0);
     for (size_t c : order) {
-      sum = plus(sum, excess[r][c]);
+      sum = saturating_plus(sum, excess[r][c]);
       shift.through[r][c] = sum;
       starts.push_back(calls[c].start_ns);
       removed_by.push_back(sum);

@@ -3,6 +3,8 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <limits>
+#include <numeric>
 #include <optional>
 #include <vector>
 
@@ -32,6 +34,19 @@ JobPrediction predict_job(const std::vector<const RankDigest*>& ranks, const Col
 std::optional<double> keep_pace_step_ms(const std::vector<const RankDigest*>& ranks, const JobAnalysis& job,
                                         const std::vector<size_t>& pace);
 
+// Sums and differences of a digest's times saturate: a damaged digest may hold any int64.
+inline int64_t saturating_plus(int64_t a, int64_t b) {
+  int64_t out = 0;
+  if (!__builtin_add_overflow(a, b, &out)) return out;
+  return b > 0 ? std::numeric_limits<int64_t>::max() : std::numeric_limits<int64_t>::min() + 1;
+}
+
+inline int64_t saturating_minus(int64_t a, int64_t b) {
+  int64_t out = 0;
+  if (!__builtin_sub_overflow(a, b, &out)) return out;
+  return b < 0 ? std::numeric_limits<int64_t>::max() : std::numeric_limits<int64_t>::min() + 1;
+}
+
 template <typename T>
 T median_of(std::vector<T> values) {
   if (values.empty()) return T{};
@@ -40,7 +55,7 @@ T median_of(std::vector<T> values) {
   T upper = values[mid];
   if (values.size() % 2 == 1) return upper;
   T lower = *std::max_element(values.begin(), values.begin() + static_cast<std::ptrdiff_t>(mid));
-  return lower + (upper - lower) / 2;
+  return std::midpoint(lower, upper);  // no overflow, rounds towards lower as lower + (upper - lower) / 2
 }
 
 }  // namespace ptadvise

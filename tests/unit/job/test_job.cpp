@@ -157,6 +157,31 @@ TEST_CASE("job: a step with a collective not on every rank is left out of the wa
   CHECK(job.per_rank[1].late_ms == doctest::Approx(20));
 }
 
+// A damaged or hostile digest may hold any int64 as a time: the differences saturate instead of wrapping
+// into negative skews and waits (and undefined behaviour).
+TEST_CASE("job: times at the ends of int64 give saturated figures, never wrapped ones") {
+  auto digests = digests_of({kSkewed});
+  constexpr int64_t kFar = 9'000'000'000'000'000'000;
+  for (auto& call : digests[0].collectives) {
+    call.start_ns = -kFar;
+    call.end_ns = kFar;
+    call.before_compute_ns = kFar;
+    call.before_copy_ns = kFar;
+  }
+  for (auto& call : digests[1].collectives) {
+    call.start_ns = kFar - 1'000'000;
+    call.end_ns = kFar;
+  }
+  const auto job = ptadvise::analyze_job(pointers(digests), kSkewed);
+  REQUIRE(job.aligned_collectives == 4);
+  REQUIRE(!job.collectives.empty());
+  CHECK(job.collectives[0].skew_ms > 9e12);  // saturated at INT64_MAX ns, not wrapped below zero
+  CHECK(job.collectives[0].last_rank == 1);
+  CHECK(job.per_rank[0].wait_ms > 9e12);
+  CHECK(job.per_rank[1].late_ms > 9e12);
+  CHECK(job.per_rank[1].wait_ms == doctest::Approx(0));
+}
+
 TEST_CASE("job: a digest survives the round trip; broken digests are refused with one line") {
   auto digests = digests_of({kSkewed});
   std::ostringstream text;
