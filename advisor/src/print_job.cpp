@@ -33,7 +33,8 @@ std::string uncompared_note(const JobTable& job) {
   if (job.uncompared_steps == 0) return {};
   return "wait and last% leave out the " +
          (job.uncompared_steps == 1 ? std::string("step") : std::to_string(job.uncompared_steps) + " steps") +
-         " with a collective not on every rank; the other columns are the ranks' own, over every step";
+         " whose collectives could not be compared (one not on every rank, or cut by the profiler's stop); the "
+         "other columns are the ranks' own, over every step";
 }
 
 std::string pad(std::string text, size_t width) {

@@ -120,7 +120,8 @@ JobAnalysis analyze_job(const std::vector<const RankDigest*>& ranks, const std::
   // The per-step statistics count the steps whose collectives all matched: a step where some rank has a
   // collective the others lack (most often the last step's, whose record on a helper thread the profiler
   // stopped before it closed) says nothing of who waited in it, and dividing its waits by every step
-  // would thin them out. When no step is left that way (a rank runs an extra collective every step),
+  // would thin them out. So is a last step whose collective the profiler's stop lost on every rank
+  // (RankDigest::collectives_cut_step). When no step is left that way (a rank runs an extra collective every step),
   // every step counts.
   std::vector<std::vector<uint8_t>> matched(n);
   for (size_t r = 0; r < n; ++r) matched[r].assign(ranks[r]->collectives.size(), 0);
@@ -128,6 +129,9 @@ JobAnalysis analyze_job(const std::vector<const RankDigest*>& ranks, const std::
     for (size_t r = 0; r < n; ++r) matched[r][static_cast<size_t>(slots[r])] = 1;
   }
   std::set<int64_t> uncompared;
+  for (const RankDigest* digest : ranks) {
+    if (digest->collectives_cut_step >= 0) uncompared.insert(digest->collectives_cut_step);
+  }
   for (size_t r = 0; r < n; ++r) {
     for (size_t c = 0; c < ranks[r]->collectives.size(); ++c) {
       const int64_t step = ranks[r]->collectives[c].step;

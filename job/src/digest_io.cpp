@@ -20,7 +20,7 @@ constexpr const char* kFormat = "ptadvise-rank-digest";
 constexpr int kVersion = 1;  // the layout merge reads
 // The published schema (schemas/digest.schema.json), versioned like the other JSON outputs
 // (advisor/include/ptadvise/schema_versions.h): MINOR grows when fields are added.
-constexpr const char* kSchemaVersion = "1.3";
+constexpr const char* kSchemaVersion = "1.4";
 
 struct Invalid {
   std::string message;
@@ -304,6 +304,7 @@ void write_digest(const RankDigest& d, std::ostream& out) {
                 {"no_steady_state", d.coverage.no_steady_state},
                 {"not_run", not_run}}},
               {"steady_steps", d.steady_steps},
+              {"collectives_cut_step", d.collectives_cut_step},
               {"step_ms", d.step_ms},
               {"compute_ms", d.compute_ms},
               {"communication_ms", d.communication_ms},
@@ -369,6 +370,7 @@ std::variant<RankDigest, DigestError> parse_digest(std::string_view text, const 
       d.coverage.not_run.emplace_back(item.at(0).get<std::string>(), item.at(1).get<std::string>());
     }
     d.steady_steps = whole<size_t>(doc, "steady_steps");
+    d.collectives_cut_step = doc.contains("collectives_cut_step") ? whole<int64_t>(doc, "collectives_cut_step") : -1;  // absent before format 1.4
     d.step_ms = doc.at("step_ms").get<double>();
     d.compute_ms = doc.at("compute_ms").get<double>();
     d.communication_ms = doc.at("communication_ms").get<double>();

@@ -346,6 +346,7 @@ struct Builder {
     int64_t previous_end = std::numeric_limits<int64_t>::min();
     std::map<CollectiveType, CollectiveTypeStats> stats;
     std::map<CollectiveType, std::pair<int64_t, int64_t>> sized;  // bytes, ns of collectives with a size
+    std::vector<size_t> per_window(windows.size(), 0);
     for (size_t k = 0; k < collective_events.size(); ++k) {
       const EventIndex i = collective_events[k];
       const int w = window_of(issued[k]);
@@ -387,7 +388,15 @@ struct Builder {
         sized[call.type].first += call.bytes;
         sized[call.type].second += events.dur_ns[i];
       }
+      per_window[static_cast<size_t>(w)] += 1;
       digest.collectives.push_back(std::move(call));
+    }
+    // The window's last step with fewer collectives than each of the others: torch.profiler stops right
+    // after the last step, before a collective's record on a helper thread (gloo's) is kept; recorded
+    // twice (2 and 4 gloo ranks), every rank lost it on some runs. Who waited in that step is unknown.
+    if (per_window.size() >= 3) {
+      const size_t fewest_before = *std::min_element(per_window.begin(), per_window.end() - 1);
+      if (per_window.back() < fewest_before) digest.collectives_cut_step = window_step.back();
     }
     const double steps = static_cast<double>(std::max<size_t>(steady.size(), 1));
     for (auto& [type, s] : stats) {

@@ -13,6 +13,10 @@ each job rule has a run that shows its problem and one that does not:
   --hidden H                   width of the layers (communication volume grows with H*H)
   --load-ms MS                 every rank sleeps MS ms per step, as if waiting for its batch: the ranks spend most
                                of the step off the CPU, so four ranks on a two-core machine do not slow each other
+  --sample-ms MS               batches come from a DataLoader whose samples each take MS ms to read (I/O: a sleep),
+                               in --workers worker processes (default 2)
+  --slow-loader-rank R         rank R reads its batches on the training thread (num_workers=0): a per-rank
+                               data-loader stall that makes it the job's straggler
 """
 
 import argparse
@@ -22,6 +26,21 @@ import time
 
 import torch
 import torch.distributed as dist
+
+
+class SlowSamples(torch.utils.data.Dataset):
+    """Samples that take sample_ms each to read, as from a slow disk: the reader sleeps."""
+
+    def __init__(self, count, hidden, sample_ms):
+        self.count, self.hidden, self.sample_ms = count, hidden, sample_ms
+
+    def __len__(self):
+        return self.count
+
+    def __getitem__(self, index):
+        time.sleep(self.sample_ms / 1000.0)
+        generator = torch.Generator().manual_seed(index)
+        return torch.randn(self.hidden, generator=generator), index % 10
 
 
 def main():
@@ -37,6 +56,9 @@ def main():
     parser.add_argument("--hidden", type=int, default=64)
     parser.add_argument("--batch", type=int, default=16)
     parser.add_argument("--load-ms", type=float, default=30)
+    parser.add_argument("--sample-ms", type=float, default=0)
+    parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--slow-loader-rank", type=int, default=-1)
     args = parser.parse_args()
 
     torch.manual_seed(0)
@@ -53,7 +75,14 @@ def main():
     x = torch.randn(args.batch, args.hidden)
     y = torch.randint(0, 10, (args.batch,))
     extra = torch.randn(256, 256)
+    batches = None
+    if args.sample_ms > 0:
+        workers = 0 if rank == args.slow_loader_rank else args.workers
+        dataset = SlowSamples(args.batch * args.steps, args.hidden, args.sample_ms)
+        batches = iter(torch.utils.data.DataLoader(dataset, batch_size=args.batch, num_workers=workers))
     for _ in range(args.steps):
+        if batches is not None:
+            x, y = next(batches)
         time.sleep(args.load_ms / 1000.0)
         if rank == args.slow_rank and args.slow_ms > 0:
             if args.slow_kind == "sleep":

@@ -111,6 +111,9 @@ struct RankDigest {
   std::vector<Finding> findings;  // raw findings of the per-trace rules, before suppressions and ranking
   // Per steady step, ms
   size_t steady_steps = 0;
+  // The number of the last steady step when it holds fewer collectives than each of the others: the
+  // profiler stopped before a helper thread's record of its collective (gloo's) was kept. -1: none cut.
+  int64_t collectives_cut_step = -1;
   double step_ms = 0;            // mean period of the steady steps
   double compute_ms = 0;         // compute kernels (host-only traces: CPU ops outside communication)
   double communication_ms = 0;   // union of collective time

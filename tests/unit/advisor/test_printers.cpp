@@ -106,14 +106,14 @@ TEST_CASE("text and markdown reports: a job's wait columns say which steps they 
   job.rows = {{0, "rank-0.json", 72.66, 0.54, 35.85, 35.84, 0.0, 40.19, 0, 0, 0},
               {1, "rank-1.json", 72.73, 0.50, 0.71, 0.71, 0.0, 0.0, 0, 0, 100}};
   report.traces[0].job = job;
-  const std::string note = "leave out the step with a collective not on every rank";
+  const std::string note = "leave out the step whose collectives could not be compared";
   CHECK(printed(report, OutputFormat::Text).find(note) == std::string::npos);
   report.traces[0].job->uncompared_steps = 1;
   const std::string text = printed(report, OutputFormat::Text);
   CHECK(text.find("  wait and last% " + note.substr(0, 24)) != std::string::npos);
   CHECK(printed(report, OutputFormat::Markdown).find("_wait and last% " + note) != std::string::npos);
   report.traces[0].job->uncompared_steps = 3;
-  CHECK(printed(report, OutputFormat::Markdown).find("leave out the 3 steps with a collective") != std::string::npos);
+  CHECK(printed(report, OutputFormat::Markdown).find("leave out the 3 steps whose collectives") != std::string::npos);
 }
 
 TEST_CASE("text report: --verbose keeps every evidence item; --concise is one line per finding") {

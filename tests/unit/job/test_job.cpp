@@ -10,6 +10,9 @@
 #include <sstream>
 #include <string>
 
+#include <nlohmann/json.hpp>
+#include <unistd.h>
+
 #include "job_fixtures.h"
 #include "ptadvise/job.h"
 #include "ptadvise/loader.h"
@@ -27,6 +30,7 @@ using ptadvise::testing::kSkewed;
 using ptadvise::testing::pointers;
 
 const std::string kShared = PTADVISE_SHARED_DIR "/traces/";
+namespace fs = std::filesystem;
 
 }  // namespace
 
@@ -155,6 +159,47 @@ TEST_CASE("job: a step with a collective not on every rank is left out of the wa
   CHECK(job.uncompared_steps == 0);
   CHECK(job.per_rank[0].wait_ms == doctest::Approx(20));
   CHECK(job.per_rank[1].late_ms == doctest::Approx(20));
+}
+
+// The last step's collective lost on every rank (torch.profiler's stop did not keep a helper thread's gloo
+// record): no rank has a collective the others lack, but each digest marks its last step as cut, and the
+// waits per step are over the three steps that hold a collective.
+TEST_CASE("job: a last step whose collective the profiler's stop lost is left out of the waits per step") {
+  const fs::path dir = fs::temp_directory_path() / ("ptadvise-cut-" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  for (const std::string rank : {"0", "1"}) {
+    std::ifstream in(kSkewed + "/rank-" + rank + ".json");
+    nlohmann::json trace = nlohmann::json::parse(in);
+    auto& events = trace.at("traceEvents");
+    const auto before = events.size();
+    for (auto it = events.begin(); it != events.end(); ++it) {
+      if (it->value("cat", "") == "kernel" && it->value("args", nlohmann::json::object()).value("correlation", 0) == 1008) {
+        events.erase(it);
+        break;
+      }
+    }
+    REQUIRE(events.size() + 1 == before);
+    std::ofstream(dir / ("rank-" + rank + ".json")) << trace.dump();
+  }
+  auto digests = digests_of({dir.string()});
+  REQUIRE(digests.size() == 2);
+  CHECK(digests[0].collectives.size() == 3);
+  CHECK(digests[0].collectives_cut_step == 4);
+  CHECK(digests[1].collectives_cut_step == 4);
+  CHECK(digests_of({kSkewed})[0].collectives_cut_step == -1);
+  const auto job = ptadvise::analyze_job(pointers(digests), dir.string());
+  CHECK(job.unmatched_collectives == 0);
+  CHECK(job.uncompared_steps == 1);
+  CHECK(job.per_rank[0].wait_ms == doctest::Approx(20));
+  CHECK(job.per_rank[1].late_ms == doctest::Approx(20));
+  // The field survives the digest's round trip.
+  std::ostringstream written;
+  ptadvise::write_digest(digests[0], written);
+  auto reread = ptadvise::parse_digest(written.str(), "cut.json");
+  REQUIRE(std::holds_alternative<ptadvise::RankDigest>(reread));
+  CHECK(std::get<ptadvise::RankDigest>(reread).collectives_cut_step == 4);
+  fs::remove_all(dir);
 }
 
 // A damaged or hostile digest may hold any int64 as a time: the differences saturate instead of wrapping
