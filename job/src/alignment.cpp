@@ -117,12 +117,11 @@ JobAnalysis analyze_job(const std::vector<const RankDigest*>& ranks, const std::
   if (match.complete.empty()) return job;
   const std::vector<int64_t>& offset = match.offset;
   for (size_t r = 0; r < n; ++r) job.per_rank[r].clock_offset_ms = static_cast<double>(offset[r]) / kNsPerMs;
-  // The per-step statistics count the steps whose collectives all matched: a step where some rank has a
-  // collective the others lack (most often the last step's, whose record on a helper thread the profiler
-  // stopped before it closed) says nothing of who waited in it, and dividing its waits by every step
-  // would thin them out. So is a last step whose collective the profiler's stop lost on every rank
-  // (RankDigest::collectives_cut_step). When no step is left that way (a rank runs an extra collective every step),
-  // every step counts.
+  // The per-step statistics count the steps whose collectives can be compared on every rank. A step in
+  // which some rank has a collective the others lack says nothing of who waited in it, nor does a last
+  // step whose collective record (gloo's, on a helper thread) the profiler's stop lost on every rank
+  // (RankDigest::collectives_cut_step); dividing their waits by every step would thin them out. When that
+  // would leave no step (a rank runs an extra collective in every step), every step counts.
   std::vector<std::vector<uint8_t>> matched(n);
   for (size_t r = 0; r < n; ++r) matched[r].assign(ranks[r]->collectives.size(), 0);
   for (const auto& slots : match.complete) {
