@@ -219,7 +219,8 @@ JobAnalysis analyze_job(const std::vector<const RankDigest*>& ranks, const std::
     if (*top > 0) ++straggler_steps[static_cast<size_t>(top - per_rank.begin())];
   }
   for (size_t r = 0; r < n; ++r) {
-    const double steps = static_cast<double>(std::max<size_t>(ranks[r]->steady_steps - std::min(ranks[r]->steady_steps, uncompared.size()), 1));
+    job.per_rank[r].compared_steps = std::max<size_t>(ranks[r]->steady_steps - std::min(ranks[r]->steady_steps, uncompared.size()), 1);
+    const double steps = static_cast<double>(job.per_rank[r].compared_steps);
     job.per_rank[r].straggler_steps_pct =
         caused_by_step.empty() ? 0 : 100.0 * static_cast<double>(straggler_steps[r]) / static_cast<double>(caused_by_step.size());
     RankJobStats& stats = job.per_rank[r];

@@ -114,7 +114,12 @@ std::vector<Row> rows(RowKind kind, const JobAnalysis& job, const std::vector<co
         return it == s.wait_by_type.end() ? 0.0 : it->second;
       };
       // Communication that is exposed for its own sake, not because a late rank kept the others waiting.
-      const double transfer = std::max(d.exposed_comm_ms - s.wait_ms, 0.0);
+      // The rank's exposed time is over every steady step and holds only the collectives it recorded: its
+      // wait is taken over the same steps (the steps left out of wait_ms hold none of the waits summed).
+      const double every_step = static_cast<double>(std::max<size_t>(d.steady_steps, 1));
+      const double wait_every_step =
+          s.compared_steps > 0 ? s.wait_ms * static_cast<double>(s.compared_steps) / every_step : s.wait_ms;
+      const double transfer = std::max(d.exposed_comm_ms - wait_every_step, 0.0);
       const double broadcast_transfer = std::max(broadcast - waited(CollectiveType::Broadcast), 0.0);
       const double rounds = d.reduce_rounds_per_step;
       row.values = {{"rank", s.rank},

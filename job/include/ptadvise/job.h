@@ -193,6 +193,7 @@ struct RankJobStats {
   std::map<CollectiveType, double> wait_by_type;  // per step, wait_ms by collective type
   std::string late_cause;       // compute, data-loader, copies, host, untraced: what filled its stretch
   double late_cause_ms = 0;     // per step: how much longer that stretch was than the median rank's
+  size_t compared_steps = 0;    // the steps the figures "per step" above are over (JobAnalysis::uncompared_steps)
 };
 
 // The job's steps replayed with its ranks joined at their collectives (docs/WHATIF.md, "Jobs"): a

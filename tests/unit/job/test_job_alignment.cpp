@@ -16,6 +16,7 @@
 namespace {
 
 using ptadvise::testing::digests_of;
+using ptadvise::testing::job_rules;
 using ptadvise::testing::kSkewed;
 using ptadvise::testing::pointers;
 namespace fs = std::filesystem;
@@ -107,6 +108,19 @@ TEST_CASE("job: a last step whose collective the profiler's stop lost is left ou
   CHECK(job.uncompared_steps == 1);
   CHECK(job.per_rank[0].wait_ms == doctest::Approx(20));
   CHECK(job.per_rank[1].late_ms == doctest::Approx(20));
+  CHECK(job.per_rank[0].compared_steps == 3);
+  // exposed-communication subtracts the wait from a rank's own exposed time, which is over all 4 steps
+  // (rank 0: 3 x 50 ms / 4): the wait over the same steps (3 x 20 / 4) leaves 22.5 ms, not 37.5 - 20; rank 1
+  // waits for nobody (37.5 ms). The finding covers both ranks with their mean: 30 ms (27.5 mixing the steps).
+  const auto findings = ptadvise::evaluate_job(job_rules(), job, pointers(digests));
+  bool exposed = false;
+  for (const auto& finding : findings) {
+    if (finding.rule_id != "PTA201") continue;
+    exposed = true;
+    CHECK(finding.ranks == std::vector<int>{0, 1});
+    CHECK(finding.saving_ms_per_step == doctest::Approx(30));
+  }
+  CHECK(exposed);
   // The field survives the digest's round trip.
   std::ostringstream written;
   ptadvise::write_digest(digests[0], written);
