@@ -6,16 +6,7 @@
 # replayed with the ranks joined at their all-reduces, must land within 10% of the twin's measured step,
 # where each rank replayed alone cannot see it (rank 0 keeps waiting for rank 1): docs/WHATIF.md, "Jobs".
 set -u
-ptadvise=$1
-python=${2:-/usr/bin/python3}
-here=${3:-$(cd "$(dirname "$0")" && pwd)}
-if ! "$python" -c "import torch, torch.distributed as d; assert d.is_available() and d.is_gloo_available()" 2>/dev/null; then
-  echo "skipped: $python has no torch.distributed with gloo (install python3-torch)"
-  exit 77
-fi
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-fail() { echo "FAIL: $*"; exit 1; }
+source "$(cd "$(dirname "$0")" && pwd)/gloo_job_setup.sh"
 
 bash "$here/record_gloo_job.sh" "$ptadvise" "$python" "$work/slow" 2 --sample-ms 2 --slow-loader-rank 1 ||
   fail "recording the job with rank 1's loader on its training thread failed"

@@ -5,16 +5,7 @@
 # (one process per core) with rank 1 sleeping 40 ms more, and its twin without: the straggler finding's
 # predicted step (the joined replay with rank 1 keeping pace) must land within 10% of the twin's measured step.
 set -u
-ptadvise=$1
-python=${2:-/usr/bin/python3}
-here=${3:-$(cd "$(dirname "$0")" && pwd)}
-if ! "$python" -c "import torch, torch.distributed as d; assert d.is_available() and d.is_gloo_available()" 2>/dev/null; then
-  echo "skipped: $python has no torch.distributed with gloo (install python3-torch)"
-  exit 77
-fi
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-fail() { echo "FAIL: $*"; exit 1; }
+source "$(cd "$(dirname "$0")" && pwd)/gloo_job_setup.sh"
 
 bash "$here/record_gloo_job.sh" "$ptadvise" "$python" "$work/slow" 4 --slow-rank 2 --slow-ms 80 ||
   fail "recording the slowed job failed"
