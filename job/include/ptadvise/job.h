@@ -218,7 +218,8 @@ struct JobAnalysis {
   size_t aligned_collectives = 0;
   size_t unmatched_collectives = 0;  // collectives not present on every rank
   // Steady steps left out of the per-step wait statistics: some rank has a collective in them that is not
-  // present on every rank, so who waited in them is unknown.
+  // present on every rank, or a rank's last step lost its collective's record (collectives_cut_step), so
+  // who waited in them is unknown.
   size_t uncompared_steps = 0;
   bool by_sequence = false;      // matched by sequence numbers (else by step and order)
   std::vector<RankJobStats> per_rank;  // same order as the digests
