@@ -40,7 +40,7 @@ std::vector<whatif::Fix> fixes_of(const std::vector<Finding>& findings, size_t* 
 // What the user needs to read a per-sample prediction: the factor, why that factor, both step times.
 std::string batch_note(const Analysis& analysis, const whatif::BatchFactor& batch, double step_ms,
                        double per_step_samples_ms) {
-  char text[700];
+  char text[900];
   std::string why_factor;
   if (batch.memory_limit > 0) {
     const whatif::MemoryUse use = whatif::memory_use(analysis);
@@ -48,7 +48,7 @@ std::string batch_note(const Analysis& analysis, const whatif::BatchFactor& batc
       std::snprintf(text, sizeof text,
                     " (the steps hold %.2f GiB and peak at %.2f GiB of %.2f GiB, room for %gx the batch; at %gx the "
                     "GPU work that grows with it, %.3f ms per step today, fills the step, and a larger batch adds "
-                    "no throughput in this model)",
+                    "little throughput in this model)",
                     static_cast<double>(use.held) / (1 << 30), static_cast<double>(use.peak) / (1 << 30),
                     static_cast<double>(use.device_bytes) / (1 << 30), batch.memory_limit, batch.factor, batch.gpu_ms);
     } else {
@@ -57,11 +57,13 @@ std::string batch_note(const Analysis& analysis, const whatif::BatchFactor& batc
     why_factor = text;
   }
   std::snprintf(text, sizeof text,
-                " The batch grows %gx%s; GPU work that grows with the batch takes %gx its time, host work keeps its "
-                "own. The replay gives %.3f ms per step of %gx the samples, %.3f ms for the samples of one step "
-                "today: the predicted step is per sample (throughput), and this fix is not in the trace's "
-                "all-fixes replay.",
-                batch.factor, why_factor.c_str(), batch.factor, step_ms, batch.factor, per_step_samples_ms);
+                " The batch grows %gx%s; GPU work that grows with the batch takes %gx its time, except each kernel's "
+                "first %.1f us (the steps' shortest kernel: a part of every kernel that does not grow; %.3f ms per "
+                "step), host work keeps its own. The replay gives %.3f ms per step of %gx the samples, %.3f ms for "
+                "the samples of one step today: the predicted step is per sample (throughput), and this fix is not "
+                "in the trace's all-fixes replay.",
+                batch.factor, why_factor.c_str(), batch.factor, batch.kernel_fixed_us, batch.fixed_gpu_ms, step_ms,
+                batch.factor, per_step_samples_ms);
   return text;
 }
 

@@ -461,8 +461,14 @@ class TrainingLoop:
 
     # -- helpers ------------------------------------------------------------------------------------------
     def scaled(self, us: float) -> float:
-        """Kernel time measured at batch 64, at this run's batch size (small batches do not fill the GPU)."""
+        """Kernel time measured at batch 64, at this run's batch size (small batches do not fill the GPU). Every
+        kernel whose work grows with the batch (convolutions, their elementwise and pooling kernels, the head's
+        activations and log-softmax) goes through it; the loss's few-element kernels do not."""
         return max(us * self.batch / 64.0, us * 0.12)
+
+    def per_batch(self, blocks: int) -> int:
+        """A grid sized at batch 64, at this run's batch size: one block per slice of the batch's elements."""
+        return max(1, blocks * self.batch // 64)
 
     def math_us(self, us: float) -> float:
         return us * self.prec["conv_scale"]
@@ -693,15 +699,16 @@ class TrainingLoop:
                     with self.module("MaxPool2d", 0, "torch/nn/modules/pooling.py(212): forward"):
                         with sim.op("aten::max_pool2d"):
                             with sim.op("aten::max_pool2d_with_indices"):
-                                sim.kernel(self.k(MAXPOOL_KERNEL), 38.0, grid=(2048, 1, 1), block=(256, 1, 1))
+                                sim.kernel(self.k(MAXPOOL_KERNEL), self.scaled(38.0), grid=(self.per_batch(2048), 1, 1),
+                                           block=(256, 1, 1))
             with self.module("AdaptiveAvgPool2d", 0, "torch/nn/modules/pooling.py(1383): forward"):
                 with sim.op("aten::adaptive_avg_pool2d"):
                     if self.p.head == "mlp":  # AdaptiveAvgPool2d((4, 4))
                         with sim.op("aten::_adaptive_avg_pool2d"):
-                            sim.kernel(self.k(MEAN_KERNEL), 14.0, grid=(2048, 1, 1))
+                            sim.kernel(self.k(MEAN_KERNEL), self.scaled(14.0), grid=(self.per_batch(2048), 1, 1))
                     else:
                         with sim.op("aten::mean"):
-                            sim.kernel(self.k(MEAN_KERNEL), 11.0, grid=(512, 1, 1))
+                            sim.kernel(self.k(MEAN_KERNEL), self.scaled(11.0), grid=(self.per_batch(512), 1, 1))
             with sim.op("aten::flatten"):
                 with sim.op("aten::view", overhead_us=2.0):
                     pass
@@ -710,7 +717,7 @@ class TrainingLoop:
                     with self.module("ReLU", len(CONVS), "torch/nn/modules/activation.py(132): forward"):
                         with sim.op("aten::relu"):
                             with sim.op("aten::clamp_min"):
-                                sim.kernel(self.k(RELU_KERNEL), 4.0, grid=(self.batch * fan_in // 2048, 1, 1))
+                                sim.kernel(self.k(RELU_KERNEL), self.scaled(4.0), grid=(self.batch * fan_in // 2048, 1, 1))
                 self.linear_forward(index, fan_in, fan_out)
             self.allocate(self.batch * self.classes * 2)
         self.allocator_pool_empty = False
@@ -785,7 +792,7 @@ class TrainingLoop:
             with sim.py("torch/nn/functional.py(2233): log_softmax", overhead_us=3.0):
                 with sim.op("aten::log_softmax"):
                     with sim.op("aten::_log_softmax"):
-                        sim.kernel(LOG_SOFTMAX_KERNEL, 6.8, grid=(self.batch, 1, 1), block=(1024, 1, 1))
+                        sim.kernel(LOG_SOFTMAX_KERNEL, self.scaled(6.8), grid=(self.batch, 1, 1), block=(1024, 1, 1))
             if self.p.pick in ("python_range", "arange"):
                 # loss = -(self.weight[target] * logp[range(n), target]).mean()  vs  torch.arange(n, device=...)
                 if self.p.pick == "python_range":
@@ -932,7 +939,7 @@ class TrainingLoop:
         with self.evaluate("LogSoftmaxBackward0", seq - 1):
             with sim.op("LogSoftmaxBackward0", t):
                 with sim.op("aten::_log_softmax_backward_data", t):
-                    sim.kernel(LOG_SOFTMAX_BWD_KERNEL, 7.4, tid=t, block=(1024, 1, 1))
+                    sim.kernel(LOG_SOFTMAX_BWD_KERNEL, self.scaled(7.4), tid=t, block=(1024, 1, 1))
         for index in reversed(range(len(self.linears))):
             fan_in, fan_out = self.linears[index]
             self.linear_backward(seq - 2 - 4 * index, fan_in, fan_out)
@@ -940,7 +947,7 @@ class TrainingLoop:
                 with self.evaluate("ReluBackward0", seq - 3 - 4 * index):
                     with sim.op("ReluBackward0", t):
                         with sim.op("aten::threshold_backward", t):
-                            sim.kernel(self.k(RELU_BWD_KERNEL), 5.0, tid=t, grid=(self.batch * fan_in // 2048, 1, 1))
+                            sim.kernel(self.k(RELU_BWD_KERNEL), self.scaled(5.0), tid=t, grid=(self.batch * fan_in // 2048, 1, 1))
         with self.evaluate("ViewBackward0", seq - 4):
             with sim.op("ViewBackward0", t):
                 with sim.op("aten::reshape", t):
@@ -951,7 +958,7 @@ class TrainingLoop:
                 with sim.op("aten::expand", t, overhead_us=2.0):
                     pass
                 with sim.op("aten::div", t):
-                    sim.kernel(self.k(MEAN_BWD_KERNEL), 9.0, tid=t)
+                    sim.kernel(self.k(MEAN_BWD_KERNEL), self.scaled(9.0), tid=t)
         for index in reversed(range(len(CONVS))):
             cin, cout, k, _, hw, fprop_us, pool = CONVS[index]
             fprop_us = self.scaled(fprop_us)
@@ -961,8 +968,9 @@ class TrainingLoop:
                         with sim.op("aten::max_pool2d_with_indices_backward", t):
                             with sim.op("aten::zero_", t):
                                 with sim.op("aten::fill_", t):
-                                    sim.kernel(FILL_KERNEL, 14.0, tid=t)
-                            sim.kernel(self.k(MAXPOOL_BWD_KERNEL), 62.0, tid=t, grid=(2048, 1, 1))
+                                    sim.kernel(FILL_KERNEL, self.scaled(14.0), tid=t)
+                            sim.kernel(self.k(MAXPOOL_BWD_KERNEL), self.scaled(62.0), tid=t,
+                                       grid=(self.per_batch(2048), 1, 1))
             with self.evaluate("ReluBackward0", seq - 7 - index):
                 with sim.op("ReluBackward0", t):
                     with sim.op("aten::threshold_backward", t):

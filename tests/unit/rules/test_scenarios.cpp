@@ -248,12 +248,12 @@ TEST_CASE("scenario 15: a 1001-class bf16 head: the forward addmm at train.py:41
   CHECK(ops == std::set<std::string>{"aten::addmm", "aten::mm"});
 }
 
-TEST_CASE("scenario 16: batch 8 leaves the GPU idle 60% of the step with 93% of its memory free") {
+TEST_CASE("scenario 16: batch 8 leaves the GPU idle 62% of the step with 93% of its memory free") {
   // Reported with the default floor: it claims no time (the storm has that idle) and predicts per sample.
   CheckedTrace trace = check_scenario("16_small_batch_memory_underused", {});
   const Finding& underused = only(trace, "PTA118");
   CHECK(underused.saving_ms_per_step == 0.0);
-  CHECK(underused.message.find("busy 39.4% of the step") != std::string::npos);
+  CHECK(underused.message.find("busy 32.3% of the step") != std::string::npos);
   CHECK(underused.message.find("2.77 GiB") != std::string::npos);
   if (testing::shipped("PTA103")) CHECK(only(trace, "PTA103").saving_ms_per_step > 0.5);
 }

@@ -320,7 +320,36 @@ TEST_CASE("whatif: overlapping bursts of two helper threads replay as measured")
   CHECK(whatif::replay(graph, {faster}).replayed_step_ms == doctest::Approx(0.071));
 }
 
-// The GPU work a batch-size fix scales, 20 µs per step, fills a 100 µs step at 8x (16x is past it).
+// A 1.5 µs kernel in every step: every kernel's first 1.5 µs does not grow with the batch.
+TEST_CASE("whatif: batch keeps the steps' shortest kernel time of each kernel") {
+  testing::TraceBuilder trace(testing::Era::Kineto2023);
+  trace.device(0, "NVIDIA A100", 8, 0, 80LL << 30);
+  for (int k = 0; k < 4; ++k) {
+    const double s = 1000 + 100.0 * k;
+    trace.annotation("ProfilerStep#" + std::to_string(k + 1), s, 100);
+    trace.cpu_op("aten::upsample", s + 1, 55);
+    trace.launch("fill_kernel", s + 58, 4, s + 63, 1.5);
+    trace.launch("conv_kernel", s + 65, 5, s + 71, 20);
+    trace.runtime("cudaStreamSynchronize", s + 75, 18, trace.next_correlation());
+  }
+  Timeline timeline = trace.load();
+  Analysis analysis = analyze(timeline);
+  REQUIRE(analysis.steady_step_count() == 4);
+  whatif::Graph graph = whatif::build_graph(analysis);
+  whatif::Fix bigger;
+  bigger.spec.primitive = whatif::Primitive::Batch;
+  bigger.spec.factor = 4;
+  bigger.events = all(timeline, "conv_kernel");
+  const whatif::BatchFactor batch = whatif::batch_factor(graph, bigger);
+  CHECK(batch.kernel_fixed_us == doctest::Approx(1.5));
+  CHECK(batch.fixed_gpu_ms == doctest::Approx(0.0015));
+  CHECK(batch.gpu_ms == doctest::Approx(0.020));
+  // conv_kernel: 1.5 + 4 x 18.5 = 75.5 µs, 55.5 more, and the sync waits for it.
+  CHECK(whatif::replay(graph, {bigger}).replayed_step_ms == doctest::Approx(0.100 + 0.0555));
+}
+
+// The GPU work a batch-size fix scales, 20 µs per step, fills a 100 µs step at 8x (16x is past it); each
+// kernel's fixed part does not grow.
 TEST_CASE("whatif: batch scales the selected GPU work and stops where it fills the step") {
   Timeline timeline = upsample_then_sync_steps();
   Analysis analysis = analyze(timeline);
@@ -333,9 +362,12 @@ TEST_CASE("whatif: batch scales the selected GPU work and stops where it fills t
   CHECK(unknown.factor == 1);
   CHECK(unknown.memory_limit == 1);
   CHECK(unknown.gpu_ms == doctest::Approx(0.020));
-  bigger.spec.factor = 4;  // given: each kernel takes 80 µs and the sync waits for it
+  // The shortest kernel takes 20 µs: no empty kernel to measure the fixed part by, so it is the 3 µs cap.
+  CHECK(unknown.kernel_fixed_us == doctest::Approx(3.0));
+  CHECK(unknown.fixed_gpu_ms == doctest::Approx(0.003));
+  bigger.spec.factor = 4;  // given: each kernel takes 3 + 4 x 17 = 71 µs and the sync waits for it
   CHECK(whatif::batch_factor(graph, bigger).factor == 4);
-  CHECK(whatif::replay(graph, {bigger}).replayed_step_ms == doctest::Approx(0.100 + 0.060));
+  CHECK(whatif::replay(graph, {bigger}).replayed_step_ms == doctest::Approx(0.100 + 0.051));
   // The memory headroom: 2 GiB held, 3 GiB at the peak, 80 GiB: (0.8 * 80 - 2) / 1 = 62 -> 32x.
   whatif::MemoryUse use{2LL << 30, 3LL << 30, 80LL << 30};
   CHECK(whatif::batch_headroom(use, 0.8) == 32);

@@ -112,12 +112,15 @@ TEST_CASE("whatif validation: the batch-size fix, per sample") {
   CHECK(batch->saving_basis == "ledger+replay");
   CHECK(batch->saving_ms_per_step == 0);  // the idle a larger batch fills is tiny-kernel-storm's claim
   CHECK(batch->saving_method.find("The batch grows 4x") != std::string::npos);
-  CHECK(batch->predicted_step_ms == doctest::Approx(0.706).epsilon(0.002));
+  CHECK(batch->saving_method.find("except each kernel's first 0.8 us") != std::string::npos);
+  CHECK(batch->predicted_step_ms == doctest::Approx(0.542).epsilon(0.002));
   Measured twin = predict(shipped_rules(), kScenarios + "16_small_batch_memory_underused_fixed.json.gz");
   const double twin_per_8_samples = twin.measured_ms * 8.0 / 64.0;
   CHECK(twin_per_8_samples == doctest::Approx(0.511).epsilon(0.002));
-  // A miss: linear in the batch, the model grows the twin's small kernels more than they grow (docs/WHATIF.md).
-  CHECK(std::abs(batch->predicted_step_ms - twin_per_8_samples) > 0.10 * twin_per_8_samples);
+  // +6%: the model grows 4x, where the GPU work fills the step; the twin grew 8x, amortising the optimizer's
+  // kernels and each kernel's fixed part over twice the samples (docs/WHATIF.md).
+  CHECK(std::abs(batch->predicted_step_ms - twin_per_8_samples) <= 0.10 * twin_per_8_samples);
+  CHECK(batch->predicted_step_ms > twin_per_8_samples);
 }
 
 TEST_CASE("whatif validation: resnet50 num_workers 0 -> 4, both shared sets") {

@@ -209,6 +209,8 @@ struct BatchFactor {
   double factor = 1.0;
   double memory_limit = 1.0;  // batch_headroom (0 when the fix gives its own factor)
   double gpu_ms = 0;          // per steady step, the GPU work it scales
+  double fixed_gpu_ms = 0;    // of which this much does not grow: each kernel's fixed part
+  double kernel_fixed_us = 0;  // a kernel's fixed part: the steady steps' shortest kernel
 };
 BatchFactor batch_factor(const Graph& graph, const Fix& fix);
 
