@@ -5,6 +5,9 @@
 
 #include <algorithm>
 #include <cctype>
+#include <mutex>
+#include <optional>
+#include <unordered_map>
 
 #include "ptadvise/yaml_budget.h"
 #include "rule_compiler.h"
@@ -22,9 +25,41 @@ std::string lower(std::string_view text) {
   return out;
 }
 
-// Compiles one document into `set`, checking ids and names against the rules already there.
-void add_rule(RuleSet& set, std::vector<RuleInfo>& infos, std::vector<std::unique_ptr<CompiledRule>>& compiled,
-              std::string_view yaml, const std::string& file) {
+struct CompiledFile {
+  RuleInfo info;
+  std::shared_ptr<const CompiledRule> rule;
+  YAML::Mark id_mark, name_mark;  // where the duplicate id or name errors point
+};
+
+// Rule files compiled before in this process, by path and exact text: a process that loads the same rule
+// directories again (the test suite, a fuzzer running `check` per input) compiles each file once. A file
+// whose text changed is compiled again; failures are not kept.
+class CompiledFileCache {
+ public:
+  std::optional<CompiledFile> find(const std::string& file, std::string_view yaml) {
+    std::lock_guard lock(mutex_);
+    auto it = files_.find(file);
+    if (it == files_.end() || it->second.first != yaml) return std::nullopt;
+    return it->second.second;
+  }
+  void keep(const std::string& file, std::string_view yaml, const CompiledFile& compiled) {
+    std::lock_guard lock(mutex_);
+    if (files_.size() >= kMaxFiles) files_.clear();  // bounded: a process loading ever new files
+    files_.insert_or_assign(file, std::make_pair(std::string(yaml), compiled));
+  }
+
+ private:
+  static constexpr size_t kMaxFiles = 512;
+  std::mutex mutex_;
+  std::unordered_map<std::string, std::pair<std::string, CompiledFile>> files_;
+};
+
+CompiledFileCache& compiled_files() {
+  static CompiledFileCache cache;
+  return cache;
+}
+
+CompiledFile compile_file(std::string_view yaml, const std::string& file) {
   Reader reader(file);
   YAML::Node root;
   try {
@@ -35,21 +70,36 @@ void add_rule(RuleSet& set, std::vector<RuleInfo>& infos, std::vector<std::uniqu
   if (!yaml_within_budget(root)) reader.fail_at(YAML::Mark::null_mark(), "yaml", yaml_budget_message());
   if (!root.IsMap()) reader.fail(root, "rule", "expected a mapping with id, name, severity, ... (see docs/RULE_LANGUAGE.md)");
   RuleInfo info;
-  auto rule = std::make_unique<CompiledRule>();
+  auto rule = std::make_shared<CompiledRule>();
   try {
     RuleCompiler(reader, root).compile(info, *rule);
   } catch (const YAML::Exception& e) {
     reader.fail_at(e.mark, "rule", e.msg);
   }
+  return CompiledFile{std::move(info), std::move(rule), root["id"].Mark(), root["name"].Mark()};
+}
+
+// Compiles one document into `set`, checking ids and names against the rules already there. `cached`:
+// through the process's cache of compiled rule files.
+void add_rule(std::vector<RuleInfo>& infos, std::vector<std::shared_ptr<const CompiledRule>>& compiled,
+              std::string_view yaml, const std::string& file, bool cached) {
+  std::optional<CompiledFile> done = cached ? compiled_files().find(file, yaml) : std::nullopt;
+  if (!done) {
+    done = compile_file(yaml, file);
+    if (cached) compiled_files().keep(file, yaml, *done);
+  }
+  RuleInfo& info = done->info;
+  const Reader reader(file);
   for (const auto& other : infos) {
-    if (lower(other.id) == lower(info.id)) reader.fail(root["id"], "id", "duplicate id " + info.id + " (also in " + other.file + ")");
+    if (lower(other.id) == lower(info.id)) {
+      reader.fail_at(done->id_mark, "id", "duplicate id " + info.id + " (also in " + other.file + ")");
+    }
     if (lower(other.name) == lower(info.name)) {
-      reader.fail(root["name"], "name", "duplicate name " + info.name + " (also in " + other.file + ")");
+      reader.fail_at(done->name_mark, "name", "duplicate name " + info.name + " (also in " + other.file + ")");
     }
   }
-  (void)set;
   infos.push_back(std::move(info));
-  compiled.push_back(std::move(rule));
+  compiled.push_back(std::move(done->rule));
 }
 
 }  // namespace
@@ -103,7 +153,7 @@ const std::vector<RuleTest>& RuleSet::tests(size_t index) const { return compile
 std::variant<RuleSet, RuleError> load_rule_text(std::string_view yaml, const std::string& file) {
   RuleSet set;
   try {
-    add_rule(set, set.infos_, set.compiled_, yaml, file);
+    add_rule(set.infos_, set.compiled_, yaml, file, false);  // arbitrary texts (tests, the fuzzer): not kept
   } catch (const YamlReadError& failure) {
     return RuleError{failure.message};
   }
@@ -118,7 +168,7 @@ std::variant<RuleSet, RuleError> load_rules(const std::vector<std::string>& dire
     for (const auto& [path, content] : std::get<std::vector<RuleFile>>(files)) {
       if (is_job_rule(content)) continue;  // job scope: loaded by job/
       try {
-        add_rule(set, set.infos_, set.compiled_, content, path);
+        add_rule(set.infos_, set.compiled_, content, path, true);
       } catch (const YamlReadError& failure) {
         return RuleError{failure.message};
       }

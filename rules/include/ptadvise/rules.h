@@ -66,7 +66,7 @@ class RuleSet {
   friend std::variant<RuleSet, RuleError> load_rule_text(std::string_view, const std::string&);
   friend std::vector<Finding> evaluate(const RuleSet&, const Analysis&, const EvaluateOptions&, Coverage*);
   std::vector<RuleInfo> infos_;
-  std::vector<std::unique_ptr<CompiledRule>> compiled_;
+  std::vector<std::shared_ptr<const CompiledRule>> compiled_;  // shared with the loader's cache of rule files
 };
 
 // Loads every *.yaml below each directory (recursively, files in path order), directory by directory;

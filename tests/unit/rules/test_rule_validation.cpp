@@ -166,8 +166,14 @@ TEST_CASE("duplicate ids and names across files are errors") {
   write(dir / "b" / "two.yaml", replace_line(kValid, 2, "name: other-rule"));
   auto result = ptadvise::load_rules({dir.string()});
   REQUIRE(std::holds_alternative<RuleError>(result));
-  CHECK(std::get<RuleError>(result).message ==
-        (dir / "b" / "two.yaml").string() + ":1:5: id: duplicate id PTA901 (also in " + (dir / "a" / "one.yaml").string() + ")");
+  const std::string duplicate_id =
+      (dir / "b" / "two.yaml").string() + ":1:5: id: duplicate id PTA901 (also in " + (dir / "a" / "one.yaml").string() + ")";
+  CHECK(std::get<RuleError>(result).message == duplicate_id);
+  // Loaded again, both files come from the process's cache of compiled files: the same error, same position.
+  result = ptadvise::load_rules({dir.string()});
+  REQUIRE(std::holds_alternative<RuleError>(result));
+  CHECK(std::get<RuleError>(result).message == duplicate_id);
+  // A file rewritten under the same path is compiled again.
   write(dir / "b" / "two.yaml", replace_line(kValid, 1, "id: PTA902"));
   result = ptadvise::load_rules({dir.string()});
   REQUIRE(std::holds_alternative<RuleError>(result));
@@ -177,6 +183,12 @@ TEST_CASE("duplicate ids and names across files are errors") {
   result = ptadvise::load_rules({dir.string()});
   REQUIRE(std::holds_alternative<RuleSet>(result));
   CHECK(std::get<RuleSet>(result).infos().size() == 2);
+  CHECK(std::get<RuleSet>(result).find("other-rule")->id == "PTA902");
+  write(dir / "b" / "two.yaml", replace_line(replace_line(kValid, 1, "id: PTA903"), 2, "name: third-rule"));
+  result = ptadvise::load_rules({dir.string()});
+  REQUIRE(std::holds_alternative<RuleSet>(result));
+  CHECK(std::get<RuleSet>(result).find("other-rule") == nullptr);
+  CHECK(std::get<RuleSet>(result).find("third-rule")->id == "PTA903");
   CHECK(std::holds_alternative<RuleError>(ptadvise::load_rules({(dir / "missing").string()})));
   fs::remove_all(dir);
 }
