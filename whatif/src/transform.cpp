@@ -143,26 +143,31 @@ int64_t kernel_fixed_ns(const Graph& g) {
   return std::min(shortest, kMaxKernelFixedNs);
 }
 
-// A kernel's time with `factor` times the batch: its fixed part stays, the rest grows linearly. Copies are
-// linear in their bytes.
-int64_t batch_grown_ns(const Graph& g, uint32_t n, int64_t work_ns, double factor, int64_t fixed_ns) {
+// The part of a GPU op's `work_ns` that a larger batch leaves as it is: a kernel's fixed part; none of a
+// copy, which is linear in its bytes.
+int64_t fixed_part_ns(const Graph& g, uint32_t n, int64_t work_ns, int64_t kernel_fixed) {
   const EventIndex e = g.nodes[n].event;
   const bool kernel = e != kNone && g.analysis->timeline->events.kind[e] == EventKind::Kernel;
-  const int64_t fixed = kernel ? std::min(work_ns, fixed_ns) : 0;
+  return kernel ? std::min(work_ns, kernel_fixed) : 0;
+}
+
+// A GPU op's time with `factor` times the batch: its fixed part stays, the rest grows linearly.
+int64_t batch_grown_ns(const Graph& g, uint32_t n, int64_t work_ns, double factor, int64_t kernel_fixed) {
+  const int64_t fixed = fixed_part_ns(g, n, work_ns, kernel_fixed);
   return fixed + static_cast<int64_t>(std::llround(static_cast<double>(work_ns - fixed) * factor));
 }
 
-BatchFactor batch_factor(const Graph& g, const Touched& t, const TransformSpec& spec) {
+// `fixed_ns`: kernel_fixed_ns(g), which the caller may need too.
+BatchFactor batch_factor(const Graph& g, const Touched& t, const TransformSpec& spec, int64_t fixed_ns) {
   BatchFactor out;
   const Analysis& a = *g.analysis;
   size_t steps = 0;
   for (uint32_t k = 0; k < a.steps.size(); ++k) steps += a.is_steady(k) && g.window.measures(k) ? 1 : 0;
-  const int64_t fixed_ns = kernel_fixed_ns(g);
   int64_t gpu = 0, fixed = 0;
   for (uint32_t n : t.gpu) {
     if (!a.is_steady(g.nodes[n].step) || !g.window.measures(g.nodes[n].step)) continue;
     gpu += g.nodes[n].work_ns;
-    fixed += batch_grown_ns(g, n, g.nodes[n].work_ns, 0.0, fixed_ns);  // the part that does not grow
+    fixed += fixed_part_ns(g, n, g.nodes[n].work_ns, fixed_ns);
   }
   const double per_step = steps > 0 ? 1e6 * static_cast<double>(steps) : 1.0;
   out.gpu_ms = steps > 0 ? static_cast<double>(gpu) / per_step : 0.0;
@@ -205,7 +210,7 @@ std::vector<uint32_t> host_nodes(const Graph& g, EventIndex event, const Transfo
 }
 
 BatchFactor batch_factor(const Graph& g, const Fix& fix) {
-  return batch_factor(g, touched(g, fix), fix.spec);
+  return batch_factor(g, touched(g, fix), fix.spec, kernel_fixed_ns(g));
 }
 
 Changes apply_fixes(const Graph& g, const std::vector<Fix>& fixes) {
@@ -228,8 +233,8 @@ Changes apply_fixes(const Graph& g, const std::vector<Fix>& fixes) {
       case Primitive::Overlap: overlap(g, all, changes); break;
       case Primitive::Batch: {
         // Host time stays: the launches, Python and waits of a step do not grow with its batch.
-        const double factor = batch_factor(g, all, fix.spec).factor;
         const int64_t fixed_ns = kernel_fixed_ns(g);
+        const double factor = batch_factor(g, all, fix.spec, fixed_ns).factor;
         for (uint32_t n : all.gpu) changes.work[n] = batch_grown_ns(g, n, changes.work[n], factor, fixed_ns);
         break;
       }
