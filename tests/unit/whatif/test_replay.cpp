@@ -198,14 +198,16 @@ namespace {
 
 // Step k runs from 1000 + 100k µs: Python 1 µs, aten::upsample (60 µs, launches nothing), a launch at +65,
 // its 20 µs kernel at +71, cudaStreamSynchronize +75..+93, Python to +100. The sync leaves the GPU empty,
-// so it idles through the next step's aten::upsample: the ledger charges that to cpu-work.
-Timeline upsample_then_sync_steps() {
+// so it idles through the next step's aten::upsample: the ledger charges that to cpu-work. With
+// `fill_kernel_us`, the upsample also launches a fill_kernel that long (+56, on the GPU at +63).
+Timeline upsample_then_sync_steps(double fill_kernel_us = 0) {
   testing::TraceBuilder trace(testing::Era::Kineto2023);
   trace.device(0, "NVIDIA A100", 8, 0, 80LL << 30);
   for (int k = 0; k < 4; ++k) {
     const double s = 1000 + 100.0 * k;
     trace.annotation("ProfilerStep#" + std::to_string(k + 1), s, 100);
     trace.cpu_op("aten::upsample", s + 1, 60);
+    if (fill_kernel_us > 0) trace.launch("fill_kernel", s + 56, 3, s + 63, fill_kernel_us);
     trace.launch("conv_kernel", s + 65, 5, s + 71, 20);
     trace.runtime("cudaStreamSynchronize", s + 75, 18, trace.next_correlation());
   }
@@ -322,17 +324,7 @@ TEST_CASE("whatif: overlapping bursts of two helper threads replay as measured")
 
 // A 1.5 µs kernel in every step: every kernel's first 1.5 µs does not grow with the batch.
 TEST_CASE("whatif: batch keeps the steps' shortest kernel time of each kernel") {
-  testing::TraceBuilder trace(testing::Era::Kineto2023);
-  trace.device(0, "NVIDIA A100", 8, 0, 80LL << 30);
-  for (int k = 0; k < 4; ++k) {
-    const double s = 1000 + 100.0 * k;
-    trace.annotation("ProfilerStep#" + std::to_string(k + 1), s, 100);
-    trace.cpu_op("aten::upsample", s + 1, 55);
-    trace.launch("fill_kernel", s + 58, 4, s + 63, 1.5);
-    trace.launch("conv_kernel", s + 65, 5, s + 71, 20);
-    trace.runtime("cudaStreamSynchronize", s + 75, 18, trace.next_correlation());
-  }
-  Timeline timeline = trace.load();
+  Timeline timeline = upsample_then_sync_steps(1.5);
   Analysis analysis = analyze(timeline);
   REQUIRE(analysis.steady_step_count() == 4);
   whatif::Graph graph = whatif::build_graph(analysis);
