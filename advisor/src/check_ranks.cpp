@@ -62,7 +62,7 @@ RankResult check_file(const std::string& path, const RankCheck& check, const Loa
   Analysis analysis = analyze(timeline, check.kernels, load.threads);
   // The summary and the what-if's graph with its unchanged replay do not depend on the findings: with a
   // core to spare they are made beside the rules. Only the rules (and the digest, made after them) fill the
-  // analysis's memos (cpu_op_of, user_source), so nothing running beside them touches those.
+  // analysis's memos (cpu_op_of, user_source, each under its lock): nothing running beside them reads those.
   Summary summary;
   std::optional<WhatIf> whatif;
   auto beside_rules = [&] {
@@ -87,6 +87,7 @@ RankResult check_file(const std::string& path, const RankCheck& check, const Loa
   TraceReport& trace = result.trace;
   EvaluateOptions selection = check.selection;
   selection.predict = false;  // predicted below, with the graph the trace's replay uses
+  selection.threads = load.threads;
   trace.findings = evaluate(check.rules, analysis, selection, &trace.coverage);
   if (beside.joinable()) {
     beside.join();

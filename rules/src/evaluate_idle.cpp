@@ -45,8 +45,8 @@ const std::vector<std::vector<uint32_t>>& Evaluator::idle_gaps(size_t metric_ind
     if (((metric.idle_causes >> static_cast<unsigned>(gap.cause)) & 1u) == 0) continue;
     if (!a_.is_steady(gap.step)) continue;
     if (!metric.include_claimed && claimed_[k]) continue;
-    if (metric.max_stretch_ns >= 0 && stretch_ns_[k] >= metric.max_stretch_ns) continue;
-    if (metric.min_stretch_ns >= 0 && stretch_ns_[k] < metric.min_stretch_ns) continue;
+    if (metric.max_stretch_ns >= 0 && lookup_.stretch_ns[k] >= metric.max_stretch_ns) continue;
+    if (metric.min_stretch_ns >= 0 && lookup_.stretch_ns[k] < metric.min_stretch_ns) continue;
     if (metric.culprits == Metric::Culprits::Any) {
       out[0].push_back(k);
       continue;

@@ -285,8 +285,8 @@ std::vector<EventIndex> Evaluator::select(const Selection& selection) {
   if (selection.not_inside) not_inside.emplace(*selection.not_inside, tl_.strings);
   const std::vector<uint8_t> charged =
       selection.charged_idle != 0 ? charged_culprits(a_, selection.charged_idle) : std::vector<uint8_t>();
-  // A selection visits the events of the names it matches (events_by_name_) or of its kinds
-  // (events_by_kind_), whichever are fewer, and sorts what it keeps back into event order when it took
+  // A selection visits the events of the names it matches (events_by_name) or of its kinds
+  // (events_by_kind), whichever are fewer, and sorts what it keeps back into event order when it took
   // them from several lists; one of any name and kind visits every event.
   size_t kinds_visited = 0;
   auto keep = [&](EventIndex i) {
@@ -337,24 +337,24 @@ std::vector<EventIndex> Evaluator::select(const Selection& selection) {
   }
   // The events a scan by kind would visit, against those of the names the selection matches.
   size_t kind_events = 0;
-  for (size_t kind = 0; kind < events_by_kind_.size(); ++kind) {
-    if (selection.kinds == 0 || ((selection.kinds >> kind) & 1u) != 0) kind_events += events_by_kind_[kind].size();
+  for (size_t kind = 0; kind < lookup_.events_by_kind.size(); ++kind) {
+    if (selection.kinds == 0 || ((selection.kinds >> kind) & 1u) != 0) kind_events += lookup_.events_by_kind[kind].size();
   }
-  if (name && !event_names_.empty()) {
+  if (name && !lookup_.event_names.empty()) {
     std::vector<StringId> names;
     size_t name_events = 0;
-    for (StringId id : event_names_) {
-      if (selection.kinds != 0 && (name_kinds_[id] & selection.kinds) == 0) continue;
+    for (StringId id : lookup_.event_names) {
+      if (selection.kinds != 0 && (lookup_.name_kinds[id] & selection.kinds) == 0) continue;
       if (!name->matches(id)) continue;
       names.push_back(id);
-      name_events += name_first_[id + 1] - name_first_[id];
+      name_events += lookup_.name_first[id + 1] - lookup_.name_first[id];
     }
     if (name_events * 8 <= kind_events) {
       std::vector<size_t> runs;  // each name's events come in order
       for (StringId id : names) {
         runs.push_back(out.size());
-        for (uint32_t k = name_first_[id]; k < name_first_[id + 1]; ++k) {
-          const EventIndex i = events_by_name_[k];
+        for (uint32_t k = lookup_.name_first[id]; k < lookup_.name_first[id + 1]; ++k) {
+          const EventIndex i = lookup_.events_by_name[k];
           if (selection.kinds == 0 || ((selection.kinds >> static_cast<unsigned>(ev_.kind[i])) & 1u) != 0) keep(i);
         }
       }
@@ -367,11 +367,11 @@ std::vector<EventIndex> Evaluator::select(const Selection& selection) {
     return out;
   }
   std::vector<size_t> runs;  // each kind's events come in order
-  for (size_t kind = 0; kind < events_by_kind_.size(); ++kind) {
-    if (((selection.kinds >> kind) & 1u) == 0 || events_by_kind_[kind].empty()) continue;
+  for (size_t kind = 0; kind < lookup_.events_by_kind.size(); ++kind) {
+    if (((selection.kinds >> kind) & 1u) == 0 || lookup_.events_by_kind[kind].empty()) continue;
     ++kinds_visited;
     runs.push_back(out.size());
-    for (EventIndex i : events_by_kind_[kind]) keep(i);
+    for (EventIndex i : lookup_.events_by_kind[kind]) keep(i);
   }
   if (kinds_visited > 1) merge_runs(out, std::move(runs));
   return out;

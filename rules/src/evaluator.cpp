@@ -1,59 +1,85 @@
 // Evaluating compiled rules on an analysed timeline: which rules run on a trace, in which order, and the
 // run of one rule (evaluator.h says where its parts are).
 #include <algorithm>
+#include <atomic>
 #include <cctype>
+#include <condition_variable>
+#include <exception>
 #include <iterator>
+#include <mutex>
+#include <optional>
+#include <system_error>
+#include <thread>
 
 #include "evaluator.h"
 #include "ledger_text.h"
+#include "ptadvise/cores.h"
 
 namespace ptadvise {
 
 namespace rule_evaluation {
 
-Evaluator::Evaluator(const Analysis& analysis, std::vector<uint8_t>& claimed, StepClaims& step_claims)
-    : a_(analysis), tl_(*analysis.timeline), ev_(analysis.timeline->events), claimed_(claimed),
+EventLookup::EventLookup(const Analysis& analysis) {
+  const Events& events = analysis.timeline->events;
+  stretch_ns.assign(analysis.idle.size(), 0);
+  for (size_t first = 0; first < analysis.idle.size();) {
+    size_t last = first;
+    while (last + 1 < analysis.idle.size() && Evaluator::contiguous(analysis.idle[last], analysis.idle[last + 1])) ++last;
+    int64_t length = analysis.idle[last].end_ns - analysis.idle[first].start_ns;
+    for (size_t k = first; k <= last; ++k) stretch_ns[k] = length;
+    first = last + 1;
+  }
+  std::vector<size_t> per_kind(static_cast<size_t>(EventKind::Other) + 1, 0);
+  for (EventKind kind : events.kind) ++per_kind[static_cast<size_t>(kind)];
+  events_by_kind.resize(per_kind.size());
+  for (size_t kind = 0; kind < per_kind.size(); ++kind) events_by_kind[kind].reserve(per_kind[kind]);
+  for (EventIndex i = 0; i < events.size(); ++i) events_by_kind[static_cast<size_t>(events.kind[i])].push_back(i);
+  // The events grouped by name (a counting sort: stable, so each name's events stay in order).
+  const size_t strings = analysis.timeline->strings.size();
+  name_first.assign(strings + 1, 0);
+  name_kinds.assign(strings, 0);
+  for (EventIndex i = 0; i < events.size(); ++i) {
+    const StringId name = events.name[i];
+    if (name >= strings) {  // not interned: selections by name scan the events (select)
+      event_names.clear();
+      return;
+    }
+    if (name_first[name + 1]++ == 0) event_names.push_back(name);
+    name_kinds[name] |= 1u << static_cast<unsigned>(events.kind[i]);
+  }
+  std::sort(event_names.begin(), event_names.end());
+  for (size_t id = 0; id < strings; ++id) name_first[id + 1] += name_first[id];
+  events_by_name.resize(events.size());
+  std::vector<uint32_t> next(name_first.begin(), name_first.end() - 1);
+  for (EventIndex i = 0; i < events.size(); ++i) events_by_name[next[events.name[i]]++] = i;
+}
+
+Evaluator::Evaluator(const Analysis& analysis, const EventLookup& lookup, std::vector<uint8_t>& claimed,
+                     StepClaims& step_claims)
+    : a_(analysis), tl_(*analysis.timeline), ev_(analysis.timeline->events), lookup_(lookup), claimed_(claimed),
       step_claims_(step_claims) {
   // Per-step figures describe the steady-state steps: divided by their count, percentages by their
   // mean period (never a mean over one set of steps divided by a median over another).
   steps_ = std::max<size_t>(1, a_.steady_step_count());
   step_period_ms_ = a_.step_period_ns() / 1e6;
-  // Ledger entries are pieces of longer idle stretches (split where the host's activity changes); the
-  // length of the whole stretch tells a launch gap of a few µs from a stall.
-  stretch_ns_.assign(a_.idle.size(), 0);
-  for (size_t first = 0; first < a_.idle.size();) {
-    size_t last = first;
-    while (last + 1 < a_.idle.size() && contiguous(a_.idle[last], a_.idle[last + 1])) ++last;
-    int64_t length = a_.idle[last].end_ns - a_.idle[first].start_ns;
-    for (size_t k = first; k <= last; ++k) stretch_ns_[k] = length;
-    first = last + 1;
-  }
-  std::vector<size_t> per_kind(static_cast<size_t>(EventKind::Other) + 1, 0);
-  for (EventKind kind : ev_.kind) ++per_kind[static_cast<size_t>(kind)];
-  events_by_kind_.resize(per_kind.size());
-  for (size_t kind = 0; kind < per_kind.size(); ++kind) events_by_kind_[kind].reserve(per_kind[kind]);
-  for (EventIndex i = 0; i < ev_.size(); ++i) events_by_kind_[static_cast<size_t>(ev_.kind[i])].push_back(i);
-  // The events grouped by name (a counting sort: stable, so each name's events stay in order).
-  const size_t strings = tl_.strings.size();
-  name_first_.assign(strings + 1, 0);
-  name_kinds_.assign(strings, 0);
-  for (EventIndex i = 0; i < ev_.size(); ++i) {
-    const StringId name = ev_.name[i];
-    if (name >= strings) {  // not interned: selections by name scan the events (select)
-      event_names_.clear();
-      return;
-    }
-    if (name_first_[name + 1]++ == 0) event_names_.push_back(name);
-    name_kinds_[name] |= 1u << static_cast<unsigned>(ev_.kind[i]);
-  }
-  std::sort(event_names_.begin(), event_names_.end());
-  for (size_t id = 0; id < strings; ++id) name_first_[id + 1] += name_first_[id];
-  events_by_name_.resize(ev_.size());
-  std::vector<uint32_t> next(name_first_.begin(), name_first_.end() - 1);
-  for (EventIndex i = 0; i < ev_.size(); ++i) events_by_name_[next[ev_.name[i]]++] = i;
 }
 
-std::vector<Finding> Evaluator::run(const RuleInfo& info, const CompiledRule& rule, const EvaluateOptions& options) {
+PreparedRule Evaluator::prepare(const CompiledRule& rule) {
+  rule_ = &rule;
+  selected_.assign(rule.selections.size(), {});
+  indexes_.assign(rule.selections.size(), {});
+  indexed_.assign(rule.selections.size(), false);
+  for (size_t s = 0; s < rule.selections.size(); ++s) selected_[s] = select(rule.selections[s]);
+  PreparedRule prepared;
+  prepared.groups = make_groups(rule);
+  prepared.selected = std::move(selected_);
+  prepared.indexes = std::move(indexes_);
+  prepared.indexed = std::move(indexed_);
+  return prepared;
+}
+
+std::vector<Finding> Evaluator::finish(const RuleInfo& info, const CompiledRule& rule, const EvaluateOptions& options,
+                                       PreparedRule prepared) {
   rule_ = &rule;
   thresholds_.clear();
   auto overrides = options.thresholds.find(info.id);
@@ -65,12 +91,10 @@ std::vector<Finding> Evaluator::run(const RuleInfo& info, const CompiledRule& ru
     }
     thresholds_.push_back(value);
   }
-  selected_.assign(rule.selections.size(), {});
-  indexes_.assign(rule.selections.size(), {});
-  indexed_.assign(rule.selections.size(), false);
-  for (size_t s = 0; s < rule.selections.size(); ++s) selected_[s] = select(rule.selections[s]);
-
-  groups_ = make_groups(rule);
+  selected_ = std::move(prepared.selected);
+  indexes_ = std::move(prepared.indexes);
+  indexed_ = std::move(prepared.indexed);
+  groups_ = std::move(prepared.groups);
   idle_gaps_.assign(rule.metrics.size(), {});
   idle_ready_.assign(rule.metrics.size(), false);
   trace_values_.assign(rule.metrics.size(), std::nullopt);
@@ -92,6 +116,87 @@ std::vector<Finding> Evaluator::run(const RuleInfo& info, const CompiledRule& ru
 }  // namespace rule_evaluation
 
 namespace {
+
+// Runs the rules `runnable` names, in that order. With several threads, the rules' selections and groups
+// (PreparedRule) are made ahead on all of them while this thread makes each rule's findings in order, as
+// soon as that rule is prepared: the findings are the same on any number of threads.
+std::vector<Finding> run_rules(const std::vector<RuleInfo>& infos,
+                               const std::vector<std::shared_ptr<const CompiledRule>>& compiled,
+                               const std::vector<size_t>& runnable, const Analysis& analysis,
+                               const EvaluateOptions& options) {
+  const rule_evaluation::EventLookup lookup(analysis);
+  std::vector<uint8_t> claimed(analysis.idle.size(), 0);
+  StepClaims step_claims(analysis);
+  rule_evaluation::Evaluator evaluator(analysis, lookup, claimed, step_claims);
+  std::vector<Finding> findings;
+  auto add = [&](size_t r, rule_evaluation::PreparedRule prepared) {
+    auto found = evaluator.finish(infos[r], *compiled[r], options, std::move(prepared));
+    findings.insert(findings.end(), std::make_move_iterator(found.begin()), std::make_move_iterator(found.end()));
+  };
+  const unsigned threads = std::min<size_t>(options.threads == 0 ? usable_cores() : options.threads, runnable.size());
+  if (threads <= 1) {
+    for (size_t r : runnable) add(r, evaluator.prepare(*compiled[r]));
+    return findings;
+  }
+  // Slots in runnable's order; a rule is prepared by whichever thread takes it first (`next`), this one
+  // included while the rule it needs next is not ready.
+  std::vector<std::optional<rule_evaluation::PreparedRule>> slots(runnable.size());
+  std::atomic<size_t> next{0};
+  std::mutex lock;
+  std::condition_variable ready;
+  std::exception_ptr failure;  // out of memory on a helper: rethrown here
+  auto prepare_one = [&](rule_evaluation::Evaluator& on, size_t k) {
+    rule_evaluation::PreparedRule prepared = on.prepare(*compiled[runnable[k]]);
+    std::lock_guard guard(lock);
+    slots[k] = std::move(prepared);
+    ready.notify_all();
+  };
+  auto helper = [&] {
+    try {
+      std::vector<uint8_t> unused_claims;  // prepare() claims nothing
+      rule_evaluation::Evaluator own(analysis, lookup, unused_claims, step_claims);
+      for (size_t k = next++; k < runnable.size(); k = next++) prepare_one(own, k);
+    } catch (...) {
+      std::lock_guard guard(lock);
+      if (!failure) failure = std::current_exception();
+      next = runnable.size();
+      ready.notify_all();
+    }
+  };
+  std::vector<std::jthread> helpers;
+  try {
+    for (unsigned t = 1; t < threads; ++t) helpers.emplace_back(helper);
+  } catch (const std::system_error&) {
+    // fewer threads to be had: this one prepares what the others do not
+  }
+  try {
+    for (size_t k = 0; k < runnable.size(); ++k) {
+      std::unique_lock guard(lock);
+      while (!slots[k] && !failure) {
+        guard.unlock();
+        if (const size_t mine = next++; mine < runnable.size()) {
+          prepare_one(evaluator, mine);
+        } else {
+          guard.lock();
+          ready.wait(guard, [&] { return slots[k].has_value() || failure != nullptr; });
+          continue;
+        }
+        guard.lock();
+      }
+      if (failure) break;
+      rule_evaluation::PreparedRule prepared = std::move(*slots[k]);
+      slots[k].reset();
+      guard.unlock();
+      add(runnable[k], std::move(prepared));
+    }
+  } catch (...) {
+    next = runnable.size();  // the helpers stop after the rule they are preparing
+    throw;
+  }
+  helpers.clear();  // joins
+  if (failure) std::rethrow_exception(failure);
+  return findings;
+}
 
 std::string lower(std::string_view text) {
   std::string out(text);
@@ -130,9 +235,7 @@ std::vector<Finding> evaluate(const RuleSet& rules, const Analysis& analysis, co
   bool has_properties = false;
   for (const DeviceInfo& device : timeline.devices) has_properties = has_properties || device.compute_major >= 0;
   Coverage counted;
-  std::vector<uint8_t> claimed(analysis.idle.size(), 0);
-  StepClaims step_claims(analysis);
-  rule_evaluation::Evaluator evaluator(analysis, claimed, step_claims);
+  std::vector<size_t> runnable;  // rule indexes, in the order their findings are made
   // Root causes (`order: first`) claim idle time before the rules for its symptoms; catch-all rules
   // (`order: last`) run after the specific ones and see only the idle time left unclaimed.
   for (int pass = 0; pass < 3; ++pass) {
@@ -165,10 +268,10 @@ std::vector<Finding> evaluate(const RuleSet& rules, const Analysis& analysis, co
         continue;
       }
       ++counted.ran;
-      auto found = evaluator.run(info, rule, options);
-      findings.insert(findings.end(), std::make_move_iterator(found.begin()), std::make_move_iterator(found.end()));
+      runnable.push_back(r);
     }
   }
+  if (!runnable.empty()) findings = run_rules(rules.infos_, rules.compiled_, runnable, analysis, options);
   if (options.predict) predict_findings(analysis, findings);  // predictions by replay (predict.cpp)
   std::sort(counted.not_run.begin(), counted.not_run.end());
   if (coverage) *coverage = counted;

@@ -36,16 +36,53 @@ struct TrackIndex {
   std::unordered_map<uint32_t, std::vector<Span>> by_end;    // sorted by end
 };
 
+// What every rule's run looks events and idle stretches up in, made once per trace and read (never written)
+// by the evaluators of all threads.
+struct EventLookup {
+  explicit EventLookup(const Analysis& analysis);
+  // Per ledger entry: the length of the idle stretch it belongs to. Ledger entries are pieces of longer
+  // stretches (split where the host's activity changes); the whole stretch tells a launch gap from a stall.
+  std::vector<int64_t> stretch_ns;
+  // Per EventKind, its events in order: most selections ask for one or two kinds, and every rule's scan of
+  // all events for them cost more than the rest of the selection.
+  std::vector<std::vector<EventIndex>> events_by_kind;
+  // Per event name: its events in order (events_by_name[name_first[id] .. name_first[id + 1]]) and the
+  // kinds that carry it. A selection by name visits only the events of the names it matches, when they are
+  // few against the events of its kinds; most rules look for a handful of names among 10^5 events.
+  std::vector<StringId> event_names;  // the distinct event names, ascending; empty when a name is not interned
+  std::vector<uint32_t> name_first;
+  std::vector<EventIndex> events_by_name;
+  std::vector<uint32_t> name_kinds;  // bit (1 << EventKind)
+};
+
+// The part of a rule's run that no other rule's findings change: its selections and its groups of sites.
+// Made for several rules at once on as many threads; each rule's findings are then made in rule order,
+// where the claims of idle time and step time between rules are decided.
+struct PreparedRule {
+  std::vector<std::vector<EventIndex>> selected;
+  std::vector<TrackIndex> indexes;
+  std::vector<bool> indexed;
+  std::vector<Group> groups;
+};
+
 class Evaluator {
  public:
-  Evaluator(const Analysis& analysis, std::vector<uint8_t>& claimed, StepClaims& step_claims);
+  Evaluator(const Analysis& analysis, const EventLookup& lookup, std::vector<uint8_t>& claimed,
+            StepClaims& step_claims);
 
   static bool contiguous(const IdleGap& current, const IdleGap& following) {
     return following.device == current.device && following.step == current.step &&
            following.start_ns <= current.end_ns + kNestingToleranceNs;
   }
 
-  std::vector<Finding> run(const RuleInfo& info, const CompiledRule& rule, const EvaluateOptions& options);
+  std::vector<Finding> run(const RuleInfo& info, const CompiledRule& rule, const EvaluateOptions& options) {
+    return finish(info, rule, options, prepare(rule));
+  }
+  // Selects and groups; touches no claim, so evaluators on several threads may prepare rules at once.
+  PreparedRule prepare(const CompiledRule& rule);
+  // Compares, claims and makes the findings of a prepared rule, in rule order.
+  std::vector<Finding> finish(const RuleInfo& info, const CompiledRule& rule, const EvaluateOptions& options,
+                              PreparedRule prepared);
 
  private:
   // ---- selection (evaluate_selection.cpp) -------------------------------------------------------
@@ -134,19 +171,9 @@ class Evaluator {
   const Analysis& a_;
   const Timeline& tl_;
   const Events& ev_;
+  const EventLookup& lookup_;
   std::vector<uint8_t>& claimed_;
   StepClaims& step_claims_;
-  std::vector<int64_t> stretch_ns_;  // per ledger entry: length of the idle stretch it belongs to
-  // Per EventKind, its events in order: most selections ask for one or two kinds, and every rule's scan of
-  // all events for them cost more than the rest of the selection.
-  std::vector<std::vector<EventIndex>> events_by_kind_;
-  // Per event name: its events in order (events_by_name_[name_first_[id] .. name_first_[id + 1]]) and the
-  // kinds that carry it. A selection by name visits only the events of the names it matches, when they are
-  // few against the events of its kinds; most rules look for a handful of names among 10^5 events.
-  std::vector<StringId> event_names_;  // the distinct event names, ascending
-  std::vector<uint32_t> name_first_;
-  std::vector<EventIndex> events_by_name_;
-  std::vector<uint32_t> name_kinds_;  // bit (1 << EventKind)
   size_t steps_ = 1;
   double step_period_ms_ = 0;
 

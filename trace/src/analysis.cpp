@@ -2,12 +2,14 @@
 #include "ptadvise/analysis.h"
 
 #include <algorithm>
+#include <atomic>
 #include <bit>
 #include <cctype>
 #include <charconv>
 #include <mutex>
 
 #include "analysis_detail.h"
+#include "parallel.h"
 #include "ptadvise/cores.h"
 
 namespace ptadvise {
@@ -156,7 +158,8 @@ Analysis analyze(const Timeline& timeline, const KernelClassifier& kernels, unsi
   analysis.kernel_family = classify_kernels(kernels, timeline);
   const Events& events = timeline.events;
   const detail::NameClasses names = detail::classify_names(timeline.strings);
-  {
+  if (threads == 0) threads = usable_cores();
+  auto index_ops = [&] {
     std::vector<std::pair<int64_t, EventIndex>> ops;
     for (EventIndex i = 0; i < events.size(); ++i) {
       if (events.kind[i] != EventKind::CpuOp || events.external_id[i] <= 0) continue;
@@ -164,11 +167,20 @@ Analysis analyze(const Timeline& timeline, const KernelClassifier& kernels, unsi
       ops.emplace_back(events.external_id[i], i);
     }
     analysis.cpu_op_by_external_id = CpuOpsByExternalId(std::move(ops));
-  }
-  detail::find_steps(timeline, names, analysis);
-  detail::compute_busy(timeline, analysis);
-  detail::compute_step_windows(analysis);
-  detail::build_idle_ledger(timeline, names, analysis, threads != 0 ? threads : usable_cores());
+  };
+  auto steps_and_busy = [&] {
+    detail::find_steps(timeline, names, analysis);
+    detail::compute_busy(timeline, analysis);
+    detail::compute_step_windows(analysis);
+  };
+  // The ops by External id are only needed by the idle ledger: with a core to spare they are indexed
+  // while the steps and the busy time are found (each part writes its own members of the analysis).
+  std::atomic<int> part{0};
+  auto work = [&] {
+    for (int mine = part++; mine < 2; mine = part++) mine == 0 ? index_ops() : steps_and_busy();
+  };
+  detail::run_on_threads(std::min(threads, 2u), work);
+  detail::build_idle_ledger(timeline, names, analysis, threads);
   detail::build_step_ledger(timeline, names, analysis);
   return analysis;
 }
@@ -364,6 +376,7 @@ EventIndex Analysis::user_source_event(EventIndex i) const {
   const Events& events = timeline->events;
   EventIndex start = host_side(*this, i);
   if (start == kNone) return kNone;
+  std::lock_guard lock(*source_lock);
   // The innermost event naming a location wins; the outermost python_function is where `Python parent id`
   // links go on when none does.
   const auto [from, python] = derive_down(

@@ -100,6 +100,9 @@ struct EvaluateOptions {
   // Fill each finding's predicted step by replay (predict_findings). `check` turns it off and predicts
   // once per trace after suppressions, with the graph it also uses for the trace's replay (WhatIf).
   bool predict = true;
+  // Threads the rules' selections are made on (0: one per core this process may run on). The findings are
+  // the same on any number; `check` gives each trace the cores its loader had.
+  unsigned threads = 1;
 };
 
 // Runs the rules on one analysed trace. Findings come in rule order, each rule's findings ranked by

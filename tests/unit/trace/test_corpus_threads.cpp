@@ -1,5 +1,6 @@
 // The load and the analysis run on several threads (windows, the link pass, the idle ledger); on every
-// real trace of ../shared/traces the timeline's links and the ledger must be those of one thread.
+// real trace of ../shared/traces the timeline's links, the ledger and (rules made ahead on several threads)
+// the findings must be those of one thread.
 // Skips when ../shared is absent.
 #include <doctest/doctest.h>
 
@@ -10,6 +11,7 @@
 
 #include "corpus_traces.h"
 #include "ptadvise/analysis.h"
+#include "ptadvise/rules.h"
 
 using namespace ptadvise;
 
@@ -62,4 +64,46 @@ TEST_CASE("corpus: links and the idle ledger are the same on one thread and on s
     with_gaps += serial.idle.empty() ? 0 : 1;
   }
   CHECK(with_gaps >= 20);
+}
+
+TEST_CASE("corpus: the findings are the same when the rules' selections are made on several threads") {
+  auto traces = testing::corpus_traces();
+  if (!traces) return;
+  auto loaded_rules = load_rules({PTADVISE_SOURCE_DIR "/rules.d"});
+  REQUIRE(std::holds_alternative<RuleSet>(loaded_rules));
+  const RuleSet& rules = std::get<RuleSet>(loaded_rules);
+  std::vector<std::filesystem::path> files;
+  for (const auto& entry : std::filesystem::directory_iterator(*traces)) {
+    const std::string name = entry.path().filename().string();
+    const bool is_trace = name.ends_with(".json") || name.ends_with(".json.gz");
+    if (is_trace && entry.file_size() < (size_t{3} << 20)) files.push_back(entry.path());
+  }
+  std::sort(files.begin(), files.end());
+  REQUIRE(files.size() >= 30);
+  size_t with_findings = 0;
+  for (const auto& path : files) {
+    CAPTURE(path.filename().string());
+    const Timeline timeline = load_on(path, 1);
+    // One analysis each: the rules fill its memos (cpu_op_of, user_source) as they go.
+    const Analysis for_one = analyze(timeline, KernelClassifier::builtin(), 1);
+    const Analysis for_three = analyze(timeline, KernelClassifier::builtin(), 3);
+    EvaluateOptions one, three;
+    one.threads = 1;
+    three.threads = 3;
+    Coverage coverage_one, coverage_three;
+    const std::vector<Finding> serial = evaluate(rules, for_one, one, &coverage_one);
+    const std::vector<Finding> parallel = evaluate(rules, for_three, three, &coverage_three);
+    CHECK(coverage_three.ran == coverage_one.ran);
+    REQUIRE(parallel.size() == serial.size());
+    for (size_t f = 0; f < serial.size(); ++f) {
+      CHECK(parallel[f].rule_id == serial[f].rule_id);
+      CHECK(parallel[f].message == serial[f].message);
+      CHECK(parallel[f].saving_ms_per_step == serial[f].saving_ms_per_step);
+      CHECK(parallel[f].saving_method == serial[f].saving_method);
+      CHECK(parallel[f].idle_gaps == serial[f].idle_gaps);
+      CHECK(parallel[f].evidence.size() == serial[f].evidence.size());
+    }
+    with_findings += serial.empty() ? 0 : 1;
+  }
+  CHECK(with_findings >= 20);
 }

@@ -179,8 +179,8 @@ struct Analysis {
   // Filled as asked, per event (memos: every nesting is walked once, not once per event in it).
   // cpu_op_of(): the innermost enclosing CPU op, or kNone.
   mutable std::vector<std::optional<EventIndex>> enclosing_cpu_op;
-  // cpu_op_of() may be called from several threads at once (the idle ledger's): it fills its memo under
-  // this lock. The other memos are filled by one thread at a time (the rules').
+  // cpu_op_of() may be called from several threads at once (the idle ledger's, the rules'): it fills its
+  // memo under this lock.
   std::shared_ptr<std::mutex> enclosing_cpu_op_lock = std::make_shared<std::mutex>();
   // user_source(): the innermost event of the nesting whose own frame or `Call stack` names a location,
   // and the outermost python_function; then per such function the user frame its `Python parent id`
@@ -191,6 +191,9 @@ struct Analysis {
   };
   mutable std::vector<std::optional<SourceChain>> source_chain;
   mutable std::unordered_map<EventIndex, EventIndex> source_parent_frame;
+  // user_source() may be called from several threads at once (the rules' selections are made on all
+  // cores): it fills python_by_id, source_chain and source_parent_frame under this lock.
+  std::shared_ptr<std::mutex> source_lock = std::make_shared<std::mutex>();
 };
 
 // Parses one Python frame "path/file.py(42): function"; nullopt when the text has no such shape.
