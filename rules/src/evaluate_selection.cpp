@@ -338,7 +338,9 @@ std::vector<EventIndex> Evaluator::select(const Selection& selection) {
   // The events a scan by kind would visit, against those of the names the selection matches.
   size_t kind_events = 0;
   for (size_t kind = 0; kind < lookup_.events_by_kind.size(); ++kind) {
-    if (selection.kinds == 0 || ((selection.kinds >> kind) & 1u) != 0) kind_events += lookup_.events_by_kind[kind].size();
+    if (selection.kinds == 0 || ((selection.kinds >> kind) & 1u) != 0) {
+      kind_events += lookup_.events_by_kind[kind].size();
+    }
   }
   if (name && !lookup_.event_names.empty()) {
     std::vector<StringId> names;

@@ -1,7 +1,6 @@
 // Evaluating compiled rules on an analysed timeline: which rules run on a trace, in which order, and the
 // run of one rule (evaluator.h says where its parts are).
 #include <algorithm>
-#include <atomic>
 #include <cctype>
 #include <condition_variable>
 #include <exception>
@@ -21,11 +20,12 @@ namespace rule_evaluation {
 
 EventLookup::EventLookup(const Analysis& analysis) {
   const Events& events = analysis.timeline->events;
-  stretch_ns.assign(analysis.idle.size(), 0);
-  for (size_t first = 0; first < analysis.idle.size();) {
+  const std::vector<IdleGap>& idle = analysis.idle;
+  stretch_ns.assign(idle.size(), 0);
+  for (size_t first = 0; first < idle.size();) {
     size_t last = first;
-    while (last + 1 < analysis.idle.size() && Evaluator::contiguous(analysis.idle[last], analysis.idle[last + 1])) ++last;
-    int64_t length = analysis.idle[last].end_ns - analysis.idle[first].start_ns;
+    while (last + 1 < idle.size() && Evaluator::contiguous(idle[last], idle[last + 1])) ++last;
+    int64_t length = idle[last].end_ns - idle[first].start_ns;
     for (size_t k = first; k <= last; ++k) stretch_ns[k] = length;
     first = last + 1;
   }
@@ -139,28 +139,39 @@ std::vector<Finding> run_rules(const std::vector<RuleInfo>& infos,
     return findings;
   }
   // Slots in runnable's order; a rule is prepared by whichever thread takes it first (`next`), this one
-  // included while the rule it needs next is not ready.
-  std::vector<std::optional<rule_evaluation::PreparedRule>> slots(runnable.size());
-  std::atomic<size_t> next{0};
+  // included while the rule it needs next is not ready. Helpers stay at most `threads` rules ahead of the
+  // rule whose findings are being made: a prepared rule holds its selections (megabytes on a large trace).
+  const size_t count = runnable.size();
+  std::vector<std::optional<rule_evaluation::PreparedRule>> slots(count);
+  size_t next = 0, finishing = 0;  // under `lock`
   std::mutex lock;
-  std::condition_variable ready;
+  std::condition_variable changed;
   std::exception_ptr failure;  // out of memory on a helper: rethrown here
   auto prepare_one = [&](rule_evaluation::Evaluator& on, size_t k) {
     rule_evaluation::PreparedRule prepared = on.prepare(*compiled[runnable[k]]);
     std::lock_guard guard(lock);
     slots[k] = std::move(prepared);
-    ready.notify_all();
+    changed.notify_all();
   };
   auto helper = [&] {
     try {
       std::vector<uint8_t> unused_claims;  // prepare() claims nothing
       rule_evaluation::Evaluator own(analysis, lookup, unused_claims, step_claims);
-      for (size_t k = next++; k < runnable.size(); k = next++) prepare_one(own, k);
+      while (true) {
+        size_t k = 0;
+        {
+          std::unique_lock guard(lock);
+          changed.wait(guard, [&] { return next >= count || next <= finishing + threads; });
+          if (next >= count) return;
+          k = next++;
+        }
+        prepare_one(own, k);
+      }
     } catch (...) {
       std::lock_guard guard(lock);
       if (!failure) failure = std::current_exception();
-      next = runnable.size();
-      ready.notify_all();
+      next = count;
+      changed.notify_all();
     }
   };
   std::vector<std::jthread> helpers;
@@ -170,18 +181,19 @@ std::vector<Finding> run_rules(const std::vector<RuleInfo>& infos,
     // fewer threads to be had: this one prepares what the others do not
   }
   try {
-    for (size_t k = 0; k < runnable.size(); ++k) {
+    for (size_t k = 0; k < count; ++k) {
       std::unique_lock guard(lock);
+      finishing = k;
+      changed.notify_all();
       while (!slots[k] && !failure) {
-        guard.unlock();
-        if (const size_t mine = next++; mine < runnable.size()) {
+        if (next < count) {
+          const size_t mine = next++;
+          guard.unlock();
           prepare_one(evaluator, mine);
-        } else {
           guard.lock();
-          ready.wait(guard, [&] { return slots[k].has_value() || failure != nullptr; });
-          continue;
+        } else {
+          changed.wait(guard, [&] { return slots[k].has_value() || failure != nullptr; });
         }
-        guard.lock();
       }
       if (failure) break;
       rule_evaluation::PreparedRule prepared = std::move(*slots[k]);
@@ -190,8 +202,15 @@ std::vector<Finding> run_rules(const std::vector<RuleInfo>& infos,
       add(runnable[k], std::move(prepared));
     }
   } catch (...) {
-    next = runnable.size();  // the helpers stop after the rule they are preparing
+    std::lock_guard guard(lock);
+    next = count;  // the helpers stop after the rule they are preparing
+    changed.notify_all();
     throw;
+  }
+  {
+    std::lock_guard guard(lock);
+    next = count;
+    changed.notify_all();
   }
   helpers.clear();  // joins
   if (failure) std::rethrow_exception(failure);
