@@ -61,8 +61,8 @@ RankResult check_file(const std::string& path, const RankCheck& check, const Loa
   }
   Analysis analysis = analyze(timeline, check.kernels, load.threads);
   // The summary and the what-if's graph with its unchanged replay do not depend on the findings: with a
-  // core to spare they are made beside the rules. Only the rules (and the digest, made after them) fill the
-  // analysis's memos (cpu_op_of, user_source, each under its lock): nothing running beside them reads those.
+  // core to spare they are made beside the rules. Only the rules and the digest fill the analysis's memos
+  // (cpu_op_of, user_source), each under its lock; the summary and the what-if read none of them.
   Summary summary;
   std::optional<WhatIf> whatif;
   auto beside_rules = [&] {
@@ -117,6 +117,23 @@ RankResult check_file(const std::string& path, const RankCheck& check, const Loa
     if (!finding.trace_rank) finding.trace_rank = timeline.rank;
   }
   result.suppressed = apply_suppressions(trace.findings, check.source_root);
+  // The digest's own part does not depend on the findings: with a core to spare it is made while the
+  // findings are predicted (it reads the analysis and cpu_op_of, whose memo is filled under its lock).
+  std::exception_ptr digest_failure;
+  std::jthread digest_beside;
+  if (load.threads > 1) {
+    try {
+      digest_beside = std::jthread([&] {
+        try {
+          result.digest = make_digest(analysis, {});
+        } catch (...) {  // out of memory: rethrown on this thread
+          digest_failure = std::current_exception();
+        }
+      });
+    } catch (const std::system_error&) {
+      // no thread to be had: made after the predictions
+    }
+  }
   whatif::ReplayResult fixed_replay;  // the replay of every fix, kept for the rank's join model
   if (whatif) {
     // After suppressions: the replays cover the reported findings only. One graph for all of them.
@@ -126,7 +143,12 @@ RankResult check_file(const std::string& path, const RankCheck& check, const Loa
     predict_from_ledger(analysis, trace.findings);
   }
   trace.summary = std::move(summary);
-  result.digest = make_digest(analysis, {});
+  if (digest_beside.joinable()) {
+    digest_beside.join();
+    if (digest_failure) std::rethrow_exception(digest_failure);
+  } else {
+    result.digest = make_digest(analysis, {});
+  }
   if (whatif) add_join(result.digest, analysis, *whatif, trace.findings, trace.prediction, &fixed_replay);
   carry_report(trace, result.digest);
   if (partial) result.digest.partial = *partial;
