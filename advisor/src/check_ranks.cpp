@@ -5,6 +5,7 @@
 #include <atomic>
 #include <exception>
 #include <filesystem>
+#include <functional>
 #include <mutex>
 #include <optional>
 #include <system_error>
@@ -45,6 +46,42 @@ void carry_report(const TraceReport& trace, RankDigest& digest) {
   });
 }
 
+// Work that runs on another thread while this one goes on, when the trace has a core to spare; otherwise
+// (or when no thread can be had) it runs in join(). An exception thrown by it there (out of memory) is
+// rethrown by join(), on this thread.
+class Beside {
+ public:
+  Beside(bool spare_core, std::function<void()> work) : work_(std::move(work)) {
+    if (!spare_core) return;
+    try {
+      thread_ = std::jthread([this] {
+        try {
+          work_();
+        } catch (...) {
+          failure_ = std::current_exception();
+        }
+      });
+    } catch (const std::system_error&) {
+      // no thread to be had: the work runs in join()
+    }
+  }
+  Beside(const Beside&) = delete;
+  Beside& operator=(const Beside&) = delete;
+  void join() {
+    if (!thread_.joinable()) {
+      work_();
+      return;
+    }
+    thread_.join();
+    if (failure_) std::rethrow_exception(failure_);
+  }
+
+ private:
+  std::function<void()> work_;
+  std::exception_ptr failure_;
+  std::jthread thread_;  // last: joined before the work is destroyed
+};
+
 RankResult check_file(const std::string& path, const RankCheck& check, const LoadOptions& load) {
   RankResult result;
   auto loaded = load_trace_file(path, load);
@@ -65,36 +102,16 @@ RankResult check_file(const std::string& path, const RankCheck& check, const Loa
   // (cpu_op_of, user_source), each under its lock; the summary and the what-if read none of them.
   Summary summary;
   std::optional<WhatIf> whatif;
-  auto beside_rules = [&] {
+  Beside summary_and_graph(load.threads > 1, [&] {
     summary = summarize(analysis);
     if (check.whatif) whatif.emplace(analysis);
-  };
-  std::exception_ptr beside_failure;
-  std::jthread beside;
-  if (load.threads > 1) {
-    try {
-      beside = std::jthread([&] {
-        try {
-          beside_rules();
-        } catch (...) {  // out of memory: rethrown on this thread
-          beside_failure = std::current_exception();
-        }
-      });
-    } catch (const std::system_error&) {
-      // no thread to be had: made after the rules
-    }
-  }
+  });
   TraceReport& trace = result.trace;
   EvaluateOptions selection = check.selection;
   selection.predict = false;  // predicted below, with the graph the trace's replay uses
   selection.threads = load.threads;
   trace.findings = evaluate(check.rules, analysis, selection, &trace.coverage);
-  if (beside.joinable()) {
-    beside.join();
-    if (beside_failure) std::rethrow_exception(beside_failure);
-  } else {
-    beside_rules();
-  }
+  summary_and_graph.join();
   trace.path = timeline.path;
   trace.rank = timeline.rank;
   for (const auto& device : summary.devices) {
@@ -119,21 +136,7 @@ RankResult check_file(const std::string& path, const RankCheck& check, const Loa
   result.suppressed = apply_suppressions(trace.findings, check.source_root);
   // The digest's own part does not depend on the findings: with a core to spare it is made while the
   // findings are predicted (it reads the analysis and cpu_op_of, whose memo is filled under its lock).
-  std::exception_ptr digest_failure;
-  std::jthread digest_beside;
-  if (load.threads > 1) {
-    try {
-      digest_beside = std::jthread([&] {
-        try {
-          result.digest = make_digest(analysis, {});
-        } catch (...) {  // out of memory: rethrown on this thread
-          digest_failure = std::current_exception();
-        }
-      });
-    } catch (const std::system_error&) {
-      // no thread to be had: made after the predictions
-    }
-  }
+  Beside digest(load.threads > 1, [&] { result.digest = make_digest(analysis, {}); });
   whatif::ReplayResult fixed_replay;  // the replay of every fix, kept for the rank's join model
   if (whatif) {
     // After suppressions: the replays cover the reported findings only. One graph for all of them.
@@ -143,12 +146,7 @@ RankResult check_file(const std::string& path, const RankCheck& check, const Loa
     predict_from_ledger(analysis, trace.findings);
   }
   trace.summary = std::move(summary);
-  if (digest_beside.joinable()) {
-    digest_beside.join();
-    if (digest_failure) std::rethrow_exception(digest_failure);
-  } else {
-    result.digest = make_digest(analysis, {});
-  }
+  digest.join();
   if (whatif) add_join(result.digest, analysis, *whatif, trace.findings, trace.prediction, &fixed_replay);
   carry_report(trace, result.digest);
   if (partial) result.digest.partial = *partial;

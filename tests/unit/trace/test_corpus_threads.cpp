@@ -30,20 +30,26 @@ bool same_gap(const IdleGap& a, const IdleGap& b) {
          a.cause == b.cause && a.culprit == b.culprit && a.launching == b.launching && a.queues_work == b.queues_work;
 }
 
+// The corpus traces under 3 MB, in name order: the larger ones add minutes under the sanitizers and no
+// other shape of trace.
+std::vector<std::filesystem::path> small_traces(const std::filesystem::path& directory) {
+  std::vector<std::filesystem::path> files;
+  for (const auto& entry : std::filesystem::directory_iterator(directory)) {
+    const std::string name = entry.path().filename().string();
+    const bool is_trace = name.ends_with(".json") || name.ends_with(".json.gz");
+    if (is_trace && entry.file_size() < (size_t{3} << 20)) files.push_back(entry.path());
+  }
+  std::sort(files.begin(), files.end());
+  REQUIRE(files.size() >= 30);
+  return files;
+}
+
 }  // namespace
 
 TEST_CASE("corpus: links and the idle ledger are the same on one thread and on several") {
   auto traces = testing::corpus_traces();
   if (!traces) return;
-  std::vector<std::filesystem::path> files;
-  for (const auto& entry : std::filesystem::directory_iterator(*traces)) {
-    const std::string name = entry.path().filename().string();
-    const bool is_trace = name.ends_with(".json") || name.ends_with(".json.gz");
-    // The larger traces add minutes under the sanitizers and no other shape of trace.
-    if (is_trace && entry.file_size() < (size_t{3} << 20)) files.push_back(entry.path());
-  }
-  std::sort(files.begin(), files.end());
-  REQUIRE(files.size() >= 30);
+  const std::vector<std::filesystem::path> files = small_traces(*traces);
   size_t with_gaps = 0;
   for (const auto& path : files) {
     CAPTURE(path.filename().string());
@@ -72,14 +78,7 @@ TEST_CASE("corpus: the findings are the same when the rules' selections are made
   auto loaded_rules = load_rules({PTADVISE_SOURCE_DIR "/rules.d"});
   REQUIRE(std::holds_alternative<RuleSet>(loaded_rules));
   const RuleSet& rules = std::get<RuleSet>(loaded_rules);
-  std::vector<std::filesystem::path> files;
-  for (const auto& entry : std::filesystem::directory_iterator(*traces)) {
-    const std::string name = entry.path().filename().string();
-    const bool is_trace = name.ends_with(".json") || name.ends_with(".json.gz");
-    if (is_trace && entry.file_size() < (size_t{3} << 20)) files.push_back(entry.path());
-  }
-  std::sort(files.begin(), files.end());
-  REQUIRE(files.size() >= 30);
+  const std::vector<std::filesystem::path> files = small_traces(*traces);
   size_t with_findings = 0;
   for (const auto& path : files) {
     CAPTURE(path.filename().string());
