@@ -73,8 +73,6 @@ PreparedRule Evaluator::prepare(const CompiledRule& rule) {
   PreparedRule prepared;
   prepared.groups = make_groups(rule);
   prepared.selected = std::move(selected_);
-  prepared.indexes = std::move(indexes_);
-  prepared.indexed = std::move(indexed_);
   return prepared;
 }
 
@@ -91,9 +89,8 @@ std::vector<Finding> Evaluator::finish(const RuleInfo& info, const CompiledRule&
     }
     thresholds_.push_back(value);
   }
+  // The track indexes of the sequence predicates stay with prepare(): only selections use them.
   selected_ = std::move(prepared.selected);
-  indexes_ = std::move(prepared.indexes);
-  indexed_ = std::move(prepared.indexed);
   groups_ = std::move(prepared.groups);
   idle_gaps_.assign(rule.metrics.size(), {});
   idle_ready_.assign(rule.metrics.size(), false);

@@ -60,8 +60,6 @@ struct EventLookup {
 // where the claims of idle time and step time between rules are decided.
 struct PreparedRule {
   std::vector<std::vector<EventIndex>> selected;
-  std::vector<TrackIndex> indexes;
-  std::vector<bool> indexed;
   std::vector<Group> groups;
 };
 

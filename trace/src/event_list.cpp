@@ -194,7 +194,7 @@ size_t TraceParser::read_event_list(size_t pos) {
     windows_->read_ahead(start, filled_);
     WindowResult window = windows_->take(start, limit);
     flush_single();
-    merge(std::move(window.chunk), limit);
+    merge(std::move(window.chunk));
     release_before(start);
     if (window.stage1_failed) {
       single_until = limit;

@@ -6,7 +6,6 @@
 
 #include <algorithm>
 #include <cstring>
-#include <exception>
 #include <filesystem>
 #include <new>
 
@@ -124,41 +123,7 @@ void TraceParser::flush_single() {
 
 // Appends a chunk's events with its string and track ids made the timeline's. Strings are interned and
 // tracks created in the chunk's order of first use, so ids come out as if the file had been read in one pass.
-// The columns grow once to the size the whole input will need instead of doubling as windows are merged
-// (each doubling copies every column and faults in new pages; on a 279 MB trace that was a quarter of the
-// page faults). A reservation is only address space until it is written, so an estimate that is too large
-// costs no memory, and one too small leaves the usual growth (at least by half each time: never quadratic).
-void TraceParser::reserve_ahead(size_t events, size_t args, size_t parsed_to) {
-  Events& columns = timeline_.events;
-  const bool columns_full = columns.size() + events > columns.ts_ns.capacity();
-  const bool args_full = kept_args_.size() + args > kept_args_.capacity();
-  if ((!columns_full && !args_full) || parsed_to == 0 || parsed_to >= expected_size_) return;
-  const double scale = 1.05 * static_cast<double>(expected_size_) / static_cast<double>(parsed_to);
-  auto ahead = [&](size_t needed, size_t capacity) {
-    const double estimate = std::min(static_cast<double>(needed) * scale, 1e15);
-    return std::max({static_cast<size_t>(estimate), needed, capacity + capacity / 2});
-  };
-  try {
-    if (columns_full) {
-      const size_t room = std::min<size_t>(ahead(columns.size() + events, columns.ts_ns.capacity()), kNone);
-      columns.ts_ns.reserve(room);
-      columns.dur_ns.reserve(room);
-      columns.kind.reserve(room);
-      columns.name.reserve(room);
-      columns.category.reserve(room);
-      columns.track.reserve(room);
-      columns.correlation.reserve(room);
-      columns.external_id.reserve(room);
-      columns.args_offset.reserve(room);
-      columns.args_length.reserve(room);
-    }
-    if (args_full) kept_args_.reserve(ahead(kept_args_.size() + args, kept_args_.capacity()));
-  } catch (const std::exception&) {
-    // Out of address space (a memory limit): the columns grow as they fill, as far as memory allows.
-  }
-}
-
-void TraceParser::merge(EventChunk chunk, size_t parsed_to) {
+void TraceParser::merge(EventChunk chunk) {
   LoadStats& stats = timeline_.stats;
   stats.events_seen += chunk.events_seen;
   stats.malformed_events += chunk.malformed_events;
@@ -192,7 +157,6 @@ void TraceParser::merge(EventChunk chunk, size_t parsed_to) {
 
   Events& events = timeline_.events;
   size_t count = chunk.size();
-  reserve_ahead(count, keep_ ? chunk.args_text.size() : 0, parsed_to);
   if (events.size() + count >= kNone - 1) {  // more events than a timeline can hold: the rest is malformed
     const size_t room = kNone - 2 - events.size();
     stats.malformed_events += count - room;

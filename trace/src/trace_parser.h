@@ -43,11 +43,7 @@ class TraceParser {
   SingleResult parse_single_event(size_t start);
   // Events parsed on this thread go to single_; they are merged before the next window's.
   void flush_single();
-  // `parsed_to`: the byte the input has been parsed up to with this chunk (0: not known), for reserve_ahead.
-  void merge(EventChunk chunk, size_t parsed_to = 0);
-  // Makes room in the event columns (and the kept args) for what the rest of the input will hold, estimated
-  // from the share parsed so far, when `events` more events (`args` more bytes of args) do not fit.
-  void reserve_ahead(size_t events, size_t args, size_t parsed_to);
+  void merge(EventChunk chunk);
   void warn(std::string message) { timeline_.stats.warnings.push_back(label_ + ": " + std::move(message)); }
   std::string at(size_t offset) const { return label_ + ": byte " + std::to_string(offset) + ": "; }
   void finish();
