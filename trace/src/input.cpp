@@ -303,12 +303,16 @@ size_t PendingGzip::expected_size() const {
   return stream_ ? std::max(filled_, std::min(size_, stream_->expected_size())) : size_;
 }
 
-std::optional<std::string> PendingGzip::fill(char* data, size_t end) {
+void PendingInput::populate(char* data, size_t end, size_t resident_end) const {
+  const auto page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+  const size_t from = std::max(filled_ / page * page, resident_end / page * page);
+  if (page_round(end) > from) (void)madvise(data + from, page_round(end) - from, MADV_POPULATE_WRITE);
+}
+
+std::optional<std::string> PendingGzip::fill(char* data, size_t end, size_t resident_end) {
   end = std::min(size_, std::max(end, filled_ + kPendingRead));
   if (end <= filled_ || !stream_) return std::nullopt;
-  const auto page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
-  const size_t from = filled_ / page * page;
-  (void)madvise(data + from, page_round(end) - from, MADV_POPULATE_WRITE);
+  populate(data, end, resident_end);
   filled_ += stream_->inflate(data + filled_, end - filled_);
   if (!stream_->done()) {
     if (filled_ < size_ || !stream_->has_more()) return std::nullopt;
@@ -329,13 +333,10 @@ PendingFile::~PendingFile() {
   if (fd_ >= 0) close(fd_);
 }
 
-std::optional<std::string> PendingFile::fill(char* data, size_t end) {
+std::optional<std::string> PendingFile::fill(char* data, size_t end, size_t resident_end) {
   end = std::min(size_, std::max(end, filled_ + kPendingRead));
   if (end <= filled_) return std::nullopt;
-  // The pages are allocated in one call rather than faulted in one by one by read(2).
-  const auto page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
-  const size_t from = filled_ / page * page;
-  (void)madvise(data + from, page_round(end) - from, MADV_POPULATE_WRITE);
+  populate(data, end, resident_end);
   while (filled_ < end) {
     ssize_t got = read(fd_, data + filled_, std::min(end - filled_, size_t{64} << 20));
     if (got < 0 && errno == EINTR) continue;

@@ -41,8 +41,9 @@ class PendingInput {
   virtual size_t expected_size() const { return size_; }
   // Reads on to `end` at least (in reads of a few MiB), into `data` (the buffer's start). When the input
   // ends early (the file shrank, the gzip stream ended or was cut) `size()` becomes the bytes read; a
-  // problem to tell the user comes back as one line.
-  virtual std::optional<std::string> fill(char* data, size_t end) = 0;
+  // problem to tell the user comes back as one line. The buffer's pages before `resident_end` are already
+  // in memory (moved there from behind the parse); the others are allocated in one call before reading.
+  virtual std::optional<std::string> fill(char* data, size_t end, size_t resident_end) = 0;
   // A problem that makes the input unusable (gzip inflating beyond the cap), one line; empty if none.
   const std::string& failure() const { return failure_; }
   // LoadStats::unread_bytes: a gzip stream that could not be inflated past damage.
@@ -50,6 +51,9 @@ class PendingInput {
 
  protected:
   PendingInput(size_t size, size_t filled) : size_(size), filled_(filled) {}
+  // Allocates the pages of [filled_, end) not resident yet in one call, rather than letting the read fault
+  // them in one by one. Resident pages are skipped: walking them costs as much as a copy of their bytes.
+  void populate(char* data, size_t end, size_t resident_end) const;
   size_t size_;
   size_t filled_;
   std::string failure_;
@@ -62,7 +66,7 @@ class PendingFile final : public PendingInput {
   ~PendingFile() override;
   PendingFile(const PendingFile&) = delete;
   PendingFile& operator=(const PendingFile&) = delete;
-  std::optional<std::string> fill(char* data, size_t end) override;
+  std::optional<std::string> fill(char* data, size_t end, size_t resident_end) override;
 
  private:
   int fd_;
@@ -75,7 +79,7 @@ class PendingGzip final : public PendingInput {
   PendingGzip(std::unique_ptr<GzipStream> stream, size_t cap, size_t filled, std::string beyond_cap);
   ~PendingGzip() override;
   size_t expected_size() const override;
-  std::optional<std::string> fill(char* data, size_t end) override;
+  std::optional<std::string> fill(char* data, size_t end, size_t resident_end) override;
   uint64_t unread_bytes() const override { return unread_; }
 
  private:

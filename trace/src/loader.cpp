@@ -42,7 +42,7 @@ void TraceParser::fill(size_t end) {
   const size_t target = std::min(size_, std::max(end, filled_ + kPendingRead));
   const size_t page = page_size();
   recycle((filled_ + page - 1) / page * page, target / page * page);
-  if (auto problem = pending_->fill(data_, target)) input_warnings_.push_back(label_ + ": " + *problem);
+  if (auto problem = pending_->fill(data_, target, recycled_end_)) input_warnings_.push_back(label_ + ": " + *problem);
   if (input_failure_.empty()) input_failure_ = pending_->failure();
   // The input ended before size_ (a file that shrank, the end of a gzip stream): pages moved ahead hold old
   // bytes, and past the new end they must read as the zeros of the padding.
