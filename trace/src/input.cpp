@@ -11,6 +11,7 @@
 #include <memory>
 #include <optional>
 
+#include "fault_guard.h"
 #include "gzip_stream.h"
 #include "numbers.h"
 #include "ptadvise/io.h"
@@ -32,9 +33,8 @@ size_t page_round(size_t bytes) {
 }
 
 // An anonymous private mapping that holds the bytes: it grows without copying (mremap moves page tables)
-// and is given to the timeline as it is, so the bytes are never copied from a staging buffer. The file is
-// read into it rather than mapped: a file mapping faults with SIGBUS when the file is truncated or
-// rewritten in place while it is being read.
+// and is given to the timeline as it is, so the bytes are never copied from a staging buffer. A large
+// file is mapped over it (map_file), the zero padding after it staying anonymous.
 class Region {
  public:
   Region() = default;
@@ -72,7 +72,8 @@ class Region {
   size_t payload_capacity() const { return length_ - kTail; }
 
   // Hands the first `size` bytes over as a padded buffer; the pages past the padding are returned.
-  PaddedBuffer release(size_t size) {
+  // `guard`, if any, watches the mapping for as long as the buffer lives.
+  PaddedBuffer release(size_t size, std::shared_ptr<FaultGuard> guard = nullptr) {
     const size_t keep = page_round(size + kTail);
     if (keep < length_) {
       munmap(data_ + keep, length_ - keep);
@@ -81,7 +82,10 @@ class Region {
     std::memset(data_ + size, 0, kTail);
     PaddedBuffer buffer;
     const size_t length = length_;
-    buffer.owner = std::shared_ptr<char>(data_, [length](char* p) { munmap(p, length); });
+    buffer.owner = std::shared_ptr<char>(data_, [length, guard = std::move(guard)](char* p) mutable {
+      guard.reset();  // no fault is expected once the parse is over
+      munmap(p, length);
+    });
     buffer.data = data_;
     buffer.size = size;
     buffer.capacity = size + PaddedBuffer::kPadding;
@@ -329,6 +333,47 @@ std::optional<std::string> PendingGzip::fill(char* data, size_t end, size_t resi
   return problem;
 }
 
+PendingMapped::PendingMapped(int fd, size_t size, size_t filled, std::shared_ptr<const FaultGuard> guard)
+    : PendingInput(size, filled), fd_(fd), guard_(std::move(guard)) {}
+
+PendingMapped::~PendingMapped() {
+  if (fd_ >= 0) close(fd_);
+}
+
+std::optional<std::string> PendingMapped::fill(char* data, size_t end, size_t) {
+  end = std::min(size_, std::max(end, filled_ + kPendingRead));
+  if (end <= filled_) return std::nullopt;
+  std::optional<std::string> problem;
+  size_t reaches = size_;
+  struct stat info {};
+  if (fstat(fd_, &info) == 0 && static_cast<size_t>(info.st_size) < reaches) {
+    reaches = static_cast<size_t>(info.st_size);
+    problem = shrank(size_, reaches);
+  }
+  if (const size_t fault = guard_->fault_offset(); fault < reaches) {  // a page the disk could not read
+    reaches = fault;
+    problem = "cannot read the file past byte " + with_commas(fault) + "; parsed the bytes before it";
+  }
+  if (reaches < size_) {
+    // Bytes already handed out stay (zeros past the cut, if the guard caught it first); the pages past
+    // the new end read as zeros from now on instead of faulting.
+    const size_t cut = page_round(std::max(reaches, filled_));
+    const size_t mapped = page_round(size_);
+    if (cut < mapped) {
+      (void)mmap(data + cut, mapped - cut, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED | MAP_NORESERVE,
+                 -1, 0);
+    }
+    size_ = std::max(reaches, filled_);
+    end = std::min(end, size_);
+  }
+  // One call maps the pages that are in the page cache (reading the others), instead of a fault per 16.
+  const auto page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+  const size_t from = filled_ / page * page;
+  if (page_round(end) > from) (void)madvise(data + from, page_round(end) - from, MADV_POPULATE_READ);
+  filled_ = std::max(filled_, end);
+  return problem;
+}
+
 PendingFile::~PendingFile() {
   if (fd_ >= 0) close(fd_);
 }
@@ -357,6 +402,27 @@ std::optional<std::string> PendingFile::fill(char* data, size_t end, size_t resi
   }
   return std::nullopt;
 }
+
+namespace {
+
+// A regular file of `size` bytes (more than kFirstRead) mapped into a padded buffer: its first kFirstRead
+// bytes count as read, the rest is PendingMapped. Nothing when it cannot be mapped or watched (the file
+// is then read instead).
+std::optional<InputResult> map_file(int fd, size_t size) {
+  Region region;
+  if (!region.reserve(size)) return std::nullopt;
+  const size_t length = page_round(size);
+  std::shared_ptr<FaultGuard> guard = FaultGuard::watch(region.data(), length);
+  if (!guard) return std::nullopt;
+  if (mmap(region.data(), size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_FIXED, fd, 0) == MAP_FAILED) return std::nullopt;
+  InputResult result;
+  result.buffer = region.release(size, guard);
+  (void)madvise(result.buffer.data, kFirstRead, MADV_POPULATE_READ);
+  result.pending = std::make_unique<PendingMapped>(fd, size, kFirstRead, std::move(guard));
+  return result;
+}
+
+}  // namespace
 
 InputResult read_input_file(const std::string& path, bool incremental) {
   InputResult result;
@@ -397,6 +463,12 @@ InputResult read_input_file(const std::string& path, bool incremental) {
   }
   const bool pending = incremental && size > kFirstRead;
   Region region;
+  if (pending) {
+    if (auto mapped = map_file(fd, size)) {
+      fd = -1;  // the pending input closes it
+      return std::move(*mapped);
+    }
+  }
   if (!region.reserve(size, !pending)) {
     result.error = "out of memory for " + with_commas(size) + " bytes" + budget_hint();
     return result;

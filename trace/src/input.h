@@ -48,6 +48,9 @@ class PendingInput {
   const std::string& failure() const { return failure_; }
   // LoadStats::unread_bytes: a gzip stream that could not be inflated past damage.
   virtual uint64_t unread_bytes() const { return 0; }
+  // Whether the buffer's pages behind the parse may be moved ahead to hold the next bytes (anonymous
+  // memory), rather than given back.
+  virtual bool recycles() const { return true; }
 
  protected:
   PendingInput(size_t size, size_t filled) : size_(size), filled_(filled) {}
@@ -70,6 +73,26 @@ class PendingFile final : public PendingInput {
 
  private:
   int fd_;
+};
+
+class FaultGuard;
+
+// The rest of a regular file mapped into the buffer (what read_input_file does for large files): there is
+// nothing to read, so `fill` only checks that the file still reaches `end` (fstat, and the SIGBUS guard
+// for a file cut between the check and the access: fault_guard.h) and asks the kernel to map those pages
+// in one call. A file found shorter is read as a file cut there, as PendingFile does.
+class PendingMapped final : public PendingInput {
+ public:
+  PendingMapped(int fd, size_t size, size_t filled, std::shared_ptr<const FaultGuard> guard);
+  ~PendingMapped() override;
+  PendingMapped(const PendingMapped&) = delete;
+  PendingMapped& operator=(const PendingMapped&) = delete;
+  std::optional<std::string> fill(char* data, size_t end, size_t resident_end) override;
+  bool recycles() const override { return false; }  // its pages are the file's: given back, never moved
+
+ private:
+  int fd_;
+  std::shared_ptr<const FaultGuard> guard_;
 };
 
 // The rest of a gzip file, inflated as the parse goes on. size() is the inflated-size cap until the stream
@@ -102,8 +125,9 @@ struct InputResult {
 };
 
 // Reads a file, a pipe or (for "-") stdin; gzip content (by its magic bytes, whatever the name) is
-// inflated straight into the final buffer. Files are read, not mapped: a mapped file that is truncated
-// while it is read kills the process with SIGBUS. Sizes beyond the memory this process may still use
+// inflated straight into the final buffer. Files are read into anonymous memory, except the large plain
+// files of `incremental` reads, which are mapped under a FaultGuard (a file cut while it is read reads as
+// zeros past the cut, never SIGBUS). Sizes beyond the memory this process may still use
 // (io.h: available_memory) are refused with an error instead of running out of memory.
 // `incremental`: a regular file larger than a first read (for gzip: whose first 64 MiB inflated do not end
 // the stream) is returned with that read only, and the rest `pending`; the buffer's size is pending->size().

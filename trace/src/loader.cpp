@@ -107,7 +107,7 @@ void TraceParser::release_before(size_t pos) {
   // A page of margin: the window before `pos` patched the byte before its start.
   const size_t end = pos / page * page;
   if (end < released_ + kReleaseStep + page) return;
-  if (pending_) {
+  if (pending_ && pending_->recycles()) {
     spare_.emplace_back(released_, end - page);
   } else {
     (void)madvise(data_ + released_, end - page - released_, MADV_DONTNEED);
