@@ -91,8 +91,16 @@ TEST_CASE("fault guard: a fault in a mapping nobody watches still ends the proce
   });
   std::filesystem::remove(watched);
   std::filesystem::remove(other);
+#if defined(__SANITIZE_ADDRESS__)
+  // The handler there before is AddressSanitizer's: it reports the fault and ends the process its own way
+  // (with its exit code, none of the child's own 3 to 6).
+  REQUIRE(WIFEXITED(status));
+  CHECK(WEXITSTATUS(status) != 0);
+  CHECK((WEXITSTATUS(status) < 3 || WEXITSTATUS(status) > 6));
+#else
   REQUIRE(WIFSIGNALED(status));
   CHECK(WTERMSIG(status) == SIGBUS);
+#endif
 }
 
 TEST_CASE("fault guard: a large file cut inside the part mapped before the parse loads as a cut file") {
