@@ -9,6 +9,7 @@
 #include <mutex>
 
 #include "analysis_detail.h"
+#include "host_pieces.h"
 #include "parallel.h"
 #include "ptadvise/cores.h"
 
@@ -168,19 +169,21 @@ Analysis analyze(const Timeline& timeline, const KernelClassifier& kernels, unsi
     }
     analysis.cpu_op_by_external_id = CpuOpsByExternalId(std::move(ops));
   };
-  auto steps_and_busy = [&] {
+  auto steps = [&] {
     detail::find_steps(timeline, names, analysis);
-    detail::compute_busy(timeline, analysis);
     detail::compute_step_windows(analysis);
   };
-  // The ops by External id are only needed by the idle ledger: with a core to spare they are indexed
-  // while the steps and the busy time are found (each part writes its own members of the analysis).
+  std::vector<detail::DeviceBusy> busy;
+  auto devices = [&] { busy = detail::compute_busy(timeline, analysis); };
+  // Three independent parts, each writing its own members of the analysis, shared out between (at most)
+  // two threads, longest first: the steps, the ops by External id (only the idle ledger needs them), the
+  // devices' busy time.
   std::atomic<int> part{0};
   auto work = [&] {
-    for (int mine = part++; mine < 2; mine = part++) mine == 0 ? index_ops() : steps_and_busy();
+    for (int mine = part++; mine < 3; mine = part++) mine == 0 ? steps() : mine == 1 ? index_ops() : devices();
   };
   detail::run_on_threads(std::min(threads, 2u), work);
-  detail::build_idle_ledger(timeline, names, analysis, threads);
+  detail::build_idle_ledger(timeline, names, analysis, busy, threads);
   detail::build_step_ledger(timeline, names, analysis);
   return analysis;
 }

@@ -49,10 +49,14 @@ void split_marker_steps(const Timeline& timeline, const NameClasses& names, Anal
 void measure_periods(const Timeline& timeline, const NameClasses& names, Analysis& analysis);
 
 // Busy union and the idle ledger (idle.cpp).
-void compute_busy(const Timeline& timeline, Analysis& analysis);
+struct DeviceBusy;  // host_pieces.h
+// Sets Analysis::devices and Analysis::busy; returns each device's busy intervals with the ops that open and
+// close them, which the idle ledger charges gaps from (computed once for both).
+std::vector<DeviceBusy> compute_busy(const Timeline& timeline, Analysis& analysis);
 void compute_step_windows(Analysis& analysis);
-// On `threads` threads (runs of steps shared out); the same ledger on any number.
-void build_idle_ledger(const Timeline& timeline, const NameClasses& names, Analysis& analysis, unsigned threads = 1);
+// On `threads` threads (runs of steps shared out); the same ledger on any number. `devices`: compute_busy's.
+void build_idle_ledger(const Timeline& timeline, const NameClasses& names, Analysis& analysis,
+                       const std::vector<DeviceBusy>& devices, unsigned threads = 1);
 // Sets Analysis::steady_state from the ledger (called by build_idle_ledger).
 void judge_steady_state(Analysis& analysis);
 // Runtime/driver calls that block the host until the GPU catches up: synchronizes, synchronous copies, an

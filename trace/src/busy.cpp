@@ -70,7 +70,7 @@ std::vector<DeviceBusy> device_busy(const Timeline& timeline, const std::vector<
   return result;
 }
 
-void compute_busy(const Timeline& timeline, Analysis& analysis) {
+std::vector<DeviceBusy> compute_busy(const Timeline& timeline, Analysis& analysis) {
   const Events& events = timeline.events;
   std::vector<uint8_t> seen(timeline.tracks.size(), 0);
   for (EventIndex i = 0; i < events.size(); ++i) {
@@ -82,8 +82,10 @@ void compute_busy(const Timeline& timeline, Analysis& analysis) {
   }
   std::sort(analysis.devices.begin(), analysis.devices.end());
   analysis.devices.erase(std::unique(analysis.devices.begin(), analysis.devices.end()), analysis.devices.end());
+  std::vector<DeviceBusy> devices = device_busy(timeline, analysis.devices);
   analysis.busy.clear();
-  for (DeviceBusy& device : device_busy(timeline, analysis.devices)) analysis.busy.push_back(std::move(device.busy));
+  for (const DeviceBusy& device : devices) analysis.busy.push_back(device.busy);
+  return devices;
 }
 
 void compute_step_windows(Analysis& analysis) {

@@ -396,10 +396,10 @@ class LedgerBuilder {
 
 }  // namespace
 
-void build_idle_ledger(const Timeline& timeline, const NameClasses& names, Analysis& analysis, unsigned threads) {
+void build_idle_ledger(const Timeline& timeline, const NameClasses& names, Analysis& analysis,
+                       const std::vector<DeviceBusy>& devices, unsigned threads) {
   analysis.idle.clear();
   if (analysis.devices.empty() || analysis.steps.empty()) return;
-  const std::vector<DeviceBusy> devices = device_busy(timeline, analysis.devices);
   LedgerInputs inputs;
   LedgerBuilder::make_inputs(timeline, names, analysis, inputs);
   // The gaps of a device in a run of steps are charged apart from every other run's: a gap never spans two
