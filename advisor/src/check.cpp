@@ -9,7 +9,6 @@
 #include <cstring>
 #include <cstdlib>
 #include <filesystem>
-#include <future>
 #include <fstream>
 #include <iostream>
 #include <map>
@@ -35,6 +34,8 @@ namespace {
 
 using check_detail::Failure;
 using check_detail::effective_config;
+using check_detail::CompilingKernels;
+using check_detail::compile_kernel_classifier;
 using check_detail::kernel_classifier;
 using check_detail::load_one;
 
@@ -131,10 +132,8 @@ int run(const CheckOptions& options, std::ostream& out, std::ostream& err) {
   Config config = effective_config(options, options.fail_on);
   std::vector<std::string> directories{default_rules_directory()};
   directories.insert(directories.end(), config.rule_directories.begin(), config.rule_directories.end());
-  // The kernel family tables (YAML and regular expressions: a quarter of a small trace's check) are
-  // compiled on another thread while the rules are; their errors still come where they did (below).
-  auto compiling_kernels = std::async(std::launch::async | std::launch::deferred,
-                                      [tables = config.kernel_families] { return kernel_classifier_with(tables); });
+  // The kernel family tables are compiled while the rules are; their errors still come where they did.
+  CompilingKernels compiling_kernels = compile_kernel_classifier(config);
   auto loaded_job_rules = load_job_rules(directories);
   if (auto* error = std::get_if<JobRuleError>(&loaded_job_rules)) throw Failure{error->message};
   const JobRuleSet& job_rules = std::get<JobRuleSet>(loaded_job_rules);
@@ -161,9 +160,7 @@ int run(const CheckOptions& options, std::ostream& out, std::ostream& err) {
   std::string baseline_path = options.baseline_path.empty() ? config.baseline.value_or("") : options.baseline_path;
   if (options.prune_baseline && baseline_path.empty()) throw Failure{"--prune-baseline needs --baseline FILE"};
 
-  auto compiled_kernels = compiling_kernels.get();
-  if (auto* error = std::get_if<KernelTableError>(&compiled_kernels)) throw Failure{error->message};
-  const KernelClassifier kernels = std::move(std::get<KernelClassifier>(compiled_kernels));
+  const KernelClassifier kernels = kernel_classifier(compiling_kernels);
 
   std::optional<Baseline> baseline;
   if (!baseline_path.empty()) {
@@ -340,8 +337,9 @@ int diff(const DiffOptions& options, std::ostream& out, std::ostream& err) {
     throw Failure{"--max-regression: expected a finite percentage >= 0"};
   }
   Config config = effective_config(options);
-  const KernelClassifier kernels = kernel_classifier(config);
+  CompilingKernels compiling_kernels = compile_kernel_classifier(config);
   auto loaded_rules = load_selected_rules(config);
+  const KernelClassifier kernels = kernel_classifier(compiling_kernels);  // its error first, as before
   if (auto* error = std::get_if<ConfigError>(&loaded_rules)) throw Failure{error->message};
   const RuleSet& rules = std::get<SelectedRules>(loaded_rules).rules;
 

@@ -10,11 +10,26 @@
 namespace ptadvise::check_detail {
 
 // The shipped kernel family table extended by the configuration's and the command line's tables.
-KernelClassifier kernel_classifier(const Config& config) {
-  auto classifier = kernel_classifier_with(config.kernel_families);
+namespace {
+
+KernelClassifier classifier_or_failure(std::variant<KernelClassifier, KernelTableError> classifier) {
   if (auto* error = std::get_if<KernelTableError>(&classifier)) throw Failure{error->message};
   return std::move(std::get<KernelClassifier>(classifier));
 }
+
+}  // namespace
+
+KernelClassifier kernel_classifier(const Config& config) {
+  return classifier_or_failure(kernel_classifier_with(config.kernel_families));
+}
+
+CompilingKernels compile_kernel_classifier(const Config& config) {
+  // launch::deferred too: without a thread to be had, it is compiled when waited for.
+  return std::async(std::launch::async | std::launch::deferred,
+                    [tables = config.kernel_families] { return kernel_classifier_with(tables); });
+}
+
+KernelClassifier kernel_classifier(CompilingKernels& compiling) { return classifier_or_failure(compiling.get()); }
 
 Config effective_config(const RuleOptions& options, const std::optional<std::string>& fail_on) {
   Config config;

@@ -3,9 +3,11 @@
 // that `check`, `diff` and `whatif` report the same findings for the same trace and configuration.
 #pragma once
 
+#include <future>
 #include <optional>
 #include <ostream>
 #include <string>
+#include <variant>
 
 #include "ptadvise/advisor.h"
 
@@ -22,6 +24,13 @@ Config effective_config(const RuleOptions& options, const std::optional<std::str
 
 // The shipped kernel family table extended by the configuration's and the command line's tables.
 KernelClassifier kernel_classifier(const Config& config);
+
+// The same table compiled on another thread (YAML and regular expressions: a quarter of a small trace's
+// start-up), while the command loads its rules; kernel_classifier(compiling) waits for it and throws the
+// Failure kernel_classifier(config) would.
+using CompilingKernels = std::future<std::variant<KernelClassifier, KernelTableError>>;
+CompilingKernels compile_kernel_classifier(const Config& config);
+KernelClassifier kernel_classifier(CompilingKernels& compiling);
 
 // One trace (the first of a directory's, with a warning), its warnings on `err`; a trace mostly lost is a
 // Failure unless `accept_partial`.

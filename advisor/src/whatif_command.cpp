@@ -134,8 +134,9 @@ int run_whatif(const WhatifOptions& options, std::ostream& out, std::ostream& er
   std::string source_root;
   try {
     const Config config = check_detail::effective_config(options);
-    kernels.emplace(check_detail::kernel_classifier(config));
+    check_detail::CompilingKernels compiling_kernels = check_detail::compile_kernel_classifier(config);
     auto rules = load_selected_rules(config);
+    kernels.emplace(check_detail::kernel_classifier(compiling_kernels));  // its error first, as before
     if (auto* error = std::get_if<ConfigError>(&rules)) return fail(error->message);
     selected.emplace(std::move(std::get<SelectedRules>(rules)));
     std::error_code cwd_error;
