@@ -340,19 +340,37 @@ PendingMapped::~PendingMapped() {
   if (fd_ >= 0) close(fd_);
 }
 
+std::optional<std::pair<size_t, std::string>> PendingMapped::shortfall() const {
+  std::optional<std::pair<size_t, std::string>> found;
+  struct stat info {};
+  if (fstat(fd_, &info) == 0 && static_cast<size_t>(info.st_size) < size_) {
+    found.emplace(static_cast<size_t>(info.st_size), shrank(size_, static_cast<size_t>(info.st_size)));
+  }
+  // A page the disk could not read (or that vanished before fstat saw the file shrink).
+  if (const size_t fault = guard_->fault_offset(); fault < (found ? found->first : size_)) {
+    found.emplace(fault, "cannot read the file past byte " + with_commas(fault) + "; parsed the bytes before it");
+  }
+  return found;
+}
+
+std::optional<std::string> PendingMapped::after_parse() {
+  auto found = shortfall();
+  if (!found || found->first >= told_) return std::nullopt;  // nothing new since fill() told it
+  told_ = found->first;
+  return found->second;
+}
+
 std::optional<std::string> PendingMapped::fill(char* data, size_t end, size_t) {
   end = std::min(size_, std::max(end, filled_ + kPendingRead));
   if (end <= filled_) return std::nullopt;
   std::optional<std::string> problem;
   size_t reaches = size_;
-  struct stat info {};
-  if (fstat(fd_, &info) == 0 && static_cast<size_t>(info.st_size) < reaches) {
-    reaches = static_cast<size_t>(info.st_size);
-    problem = shrank(size_, reaches);
-  }
-  if (const size_t fault = guard_->fault_offset(); fault < reaches) {  // a page the disk could not read
-    reaches = fault;
-    problem = "cannot read the file past byte " + with_commas(fault) + "; parsed the bytes before it";
+  if (auto found = shortfall()) {
+    reaches = found->first;
+    if (reaches < told_) {
+      problem = found->second;
+      told_ = reaches;
+    }
   }
   if (reaches < size_) {
     // Bytes already handed out stay (zeros past the cut, if the guard caught it first); the pages past

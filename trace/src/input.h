@@ -8,6 +8,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 namespace ptadvise::detail {
@@ -51,6 +52,9 @@ class PendingInput {
   // Whether the buffer's pages behind the parse may be moved ahead to hold the next bytes (anonymous
   // memory), rather than given back.
   virtual bool recycles() const { return true; }
+  // Asked once the parse is over, after every byte was filled: a problem that came later (a mapped file
+  // cut after its last stretch was taken, which the parse met as zeros), one line; nullopt if none.
+  virtual std::optional<std::string> after_parse() { return std::nullopt; }
 
  protected:
   PendingInput(size_t size, size_t filled) : size_(size), filled_(filled) {}
@@ -89,10 +93,16 @@ class PendingMapped final : public PendingInput {
   PendingMapped& operator=(const PendingMapped&) = delete;
   std::optional<std::string> fill(char* data, size_t end, size_t resident_end) override;
   bool recycles() const override { return false; }  // its pages are the file's: given back, never moved
+  std::optional<std::string> after_parse() override;
 
  private:
+  // The file's size now, or where a page could not be read, if either is short of size_ (with the
+  // problem to tell); nullopt while the file still holds all of size_.
+  std::optional<std::pair<size_t, std::string>> shortfall() const;
+
   int fd_;
   std::shared_ptr<const FaultGuard> guard_;
+  size_t told_ = static_cast<size_t>(-1);  // the shortest size a problem was returned for
 };
 
 // The rest of a gzip file, inflated as the parse goes on. size() is the inflated-size cap until the stream

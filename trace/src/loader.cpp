@@ -52,7 +52,7 @@ void TraceParser::fill(size_t end) {
   expected_size_ = pending_->expected_size();
   if (filled_ >= size_) {
     unread_bytes_ = pending_->unread_bytes();
-    pending_.reset();
+    filled_input_ = std::move(pending_);
     drop_spare();
   }
 }
@@ -250,6 +250,10 @@ std::variant<Timeline, LoadError> TraceParser::run(const LoadOptions& options) {
     single_.set_arg_keys(keep_.get());
   }
   auto top_level_error = parse_top_level();
+  if (filled_input_) {
+    if (auto problem = filled_input_->after_parse()) input_warnings_.push_back(label_ + ": " + *problem);
+    filled_input_.reset();
+  }
   // A file that shrank while it was read incrementally: said first, as when it is read whole.
   timeline_.stats.warnings.insert(timeline_.stats.warnings.begin(), input_warnings_.begin(), input_warnings_.end());
   timeline_.stats.bytes = size_;

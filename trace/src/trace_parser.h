@@ -64,6 +64,7 @@ class TraceParser {
 
   PaddedBuffer buffer_;
   std::unique_ptr<PendingInput> pending_;
+  std::unique_ptr<PendingInput> filled_input_;  // pending_ once every byte was filled: asked after the parse
   size_t filled_ = 0;    // bytes read so far (size_ unless pending_)
   size_t released_ = 0;  // bytes given back from the start of the buffer
   std::vector<std::pair<size_t, size_t>> spare_;  // released pages still resident, [begin, end)
