@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <memory>
+#include <new>
 #include <set>
 #include <string_view>
 
@@ -31,8 +32,10 @@ namespace {
 // (an exception through a noexcept frame), where this lets std::bad_alloc reach the one-line error.
 bool collect_rule_paths(const std::string& directory, std::set<std::pair<dev_t, ino_t>>& seen,
                         std::vector<std::string>& paths, std::string& error) {
+  errno = 0;
   DIR* listing = opendir(directory.c_str());
   if (listing == nullptr) {
+    if (errno == ENOMEM) throw std::bad_alloc();  // its buffer could not be allocated: out of memory
     error = directory + ": cannot list rule files: " + std::strerror(errno);
     return false;
   }
@@ -44,6 +47,7 @@ bool collect_rule_paths(const std::string& directory, std::set<std::pair<dev_t, 
     if (name != "." && name != "..") names.emplace_back(name);
     errno = 0;
   }
+  if (errno == ENOMEM) throw std::bad_alloc();
   if (errno != 0) {
     error = directory + ": cannot list rule files: " + std::strerror(errno);
     return false;

@@ -9,6 +9,7 @@
  *   PTADVISE_FAIL_WORKERS=1  only on threads other than the main one (their failures are carried over to it) */
 #define _GNU_SOURCE
 #include <dlfcn.h>
+#include <errno.h>
 #include <stdatomic.h>
 #include <stddef.h>
 #include <stdlib.h>
@@ -42,7 +43,10 @@ void* malloc(size_t size) {
     x ^= x >> 13;
     x *= 0x5bd1e995u;
     x ^= x >> 15;
-    if (x % fail_every == 0) return NULL;
+    if (x % fail_every == 0) {
+      errno = ENOMEM;  // as the real allocator says it
+      return NULL;
+    }
   }
   return real_malloc(size);
 }
