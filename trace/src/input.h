@@ -124,6 +124,11 @@ class PendingGzip final : public PendingInput {
 // What PendingInput::fill reads at least at a time.
 inline constexpr size_t kPendingRead = size_t{16} << 20;
 
+// `bytes` rounded up to whole pages.
+size_t page_round(size_t bytes);
+// The warning of a file found shorter than it was while it was read.
+std::string file_shrank(size_t size, size_t read);
+
 // The error text is one line without the file label ("cannot open: No such file or directory").
 struct InputResult {
   PaddedBuffer buffer;
