@@ -17,6 +17,7 @@
 
 #include "fault_guard.h"
 #include "input.h"
+#include "numbers.h"
 #include "ptadvise/loader.h"
 #include "trace_parser.h"
 
@@ -38,12 +39,54 @@ int in_child(const std::function<int()>& body) {
   return status;
 }
 
-// 70 MiB of events of `event.size()` bytes, one per line.
-std::string big_trace(const std::string& event) {
+// One event of about 1 KB, written as the big traces below repeat it.
+const std::string kEvent = "  {\"ph\": \"X\", \"cat\": \"kernel\", \"name\": \"gemm\", \"pid\": 0, \"tid\": 7, \"ts\": 1000, "
+                           "\"dur\": 5, \"args\": {\"bytes\": 64, \"padding\": \"" + std::string(900, 'x') + "\"}}";
+
+// 70 MiB (73,401,276 bytes) of kEvent, one per line.
+std::string big_trace() {
   std::string bytes = "{\"traceEvents\": [\n";
   size_t events = 0;
-  while (bytes.size() < (size_t{70} << 20)) bytes += (events++ == 0 ? "" : ",\n") + event;
+  while (bytes.size() < (size_t{70} << 20)) bytes += (events++ == 0 ? "" : ",\n") + kEvent;
   return bytes + "\n]}\n";
+}
+
+// How many events of big_trace() end before byte `cut`.
+size_t events_before(size_t cut) {
+  size_t whole = 0;
+  for (size_t end = 18 + kEvent.size(); end <= cut; end += kEvent.size() + 2) ++whole;
+  return whole;
+}
+
+// Loads `path` as `check` does (incrementally, keeping the `bytes` key), `before_parse` run once the file
+// is mapped; the child's exit code: 0 when the timeline holds the events before `cut`, the shrink warning
+// first and then the cut file's, else which of these failed.
+int load_cut_file(const std::string& path, const std::string& label, size_t cut, unsigned threads,
+                  const std::function<bool(ptadvise::LoadOptions&)>& before_parse) {
+  auto input = ptadvise::detail::read_input_file(path, true);
+  if (!input.ok() || input.pending == nullptr) return 3;
+  ptadvise::detail::TraceParser parser(std::move(input.buffer), std::move(input.pending), label, threads);
+  ptadvise::LoadOptions options;
+  options.arg_keys = std::make_shared<const ptadvise::ArgKeySet>(ptadvise::ArgKeySet{"bytes"});
+  if (!before_parse(options)) return 4;
+  auto result = parser.run(options);
+  if (!std::holds_alternative<ptadvise::Timeline>(result)) return 5;
+  const auto& timeline = std::get<ptadvise::Timeline>(result);
+  if (timeline.events.size() != events_before(cut)) return 6;
+  if (timeline.stats.warnings.size() != 2) return 7;
+  if (timeline.stats.warnings[0] != label + ": the file shrank from 73,401,276 to " +
+                                        ptadvise::detail::with_commas(cut) + " bytes while it was read (was it being rewritten?)") {
+    return 8;
+  }
+  // Read as a file cut there: the events after the cut are not made up from the zeros.
+  if (timeline.stats.warnings[1].find("file ends inside an event") == std::string::npos) return 9;
+  return timeline.arg_int(0, "bytes") == 64 ? 0 : 10;
+}
+
+void check_child_ended_well(int status) {
+  CHECK_FALSE(WIFSIGNALED(status));
+  REQUIRE(WIFEXITED(status));
+  CHECK(WEXITSTATUS(status) == 0);
 }
 
 }  // namespace
@@ -70,9 +113,7 @@ TEST_CASE("fault guard: a watched mapping of a file cut short reads zeros past t
     return 0;
   });
   std::filesystem::remove(path);
-  CHECK_FALSE(WIFSIGNALED(status));
-  REQUIRE(WIFEXITED(status));
-  CHECK(WEXITSTATUS(status) == 0);
+  check_child_ended_well(status);
 }
 
 TEST_CASE("fault guard: a fault in a mapping nobody watches still ends the process with SIGBUS") {
@@ -106,77 +147,32 @@ TEST_CASE("fault guard: a fault in a mapping nobody watches still ends the proce
 TEST_CASE("fault guard: a large file cut inside the part mapped before the parse loads as a cut file") {
   // 70 MiB: mapped, its first 64 MiB counted as read before the parse starts. The file is cut to 10 MiB
   // after that, so the parse meets the cut in bytes it already holds (the SIGBUS path, not fstat's).
-  const std::string event = "  {\"ph\": \"X\", \"cat\": \"kernel\", \"name\": \"gemm\", \"pid\": 0, \"tid\": 7, \"ts\": 1000, "
-                            "\"dur\": 5, \"args\": {\"bytes\": 64, \"padding\": \"" + std::string(900, 'x') + "\"}}";
-  const std::string bytes = big_trace(event);
-  const std::string path = temp_file("cut.json", bytes);
+  const std::string path = temp_file("cut.json", big_trace());
   const size_t cut = size_t{10} << 20;
   int status = in_child([&] {
-    auto input = ptadvise::detail::read_input_file(path, true);
-    if (!input.ok() || input.pending == nullptr) return 3;
-    if (truncate(path.c_str(), static_cast<off_t>(cut)) != 0) return 4;
-    ptadvise::detail::TraceParser parser(std::move(input.buffer), std::move(input.pending), "cut.json", 2);
-    ptadvise::LoadOptions options;
-    options.arg_keys = std::make_shared<const ptadvise::ArgKeySet>(ptadvise::ArgKeySet{"bytes"});
-    auto result = parser.run(options);
-    if (!std::holds_alternative<ptadvise::Timeline>(result)) return 5;
-    const auto& timeline = std::get<ptadvise::Timeline>(result);
-    size_t whole = 0;  // the events that end before the cut
-    for (size_t end = 18 + event.size(); end <= cut; end += event.size() + 2) ++whole;
-    if (timeline.events.size() != whole) return 6;
-    bool shrank = false;
-    for (const auto& warning : timeline.stats.warnings) {
-      shrank = shrank || warning == "cut.json: the file shrank from 73,401,276 to 10,485,760 bytes while it was read "
-                                    "(was it being rewritten?)";
-    }
-    if (!shrank) return 7;
-    // Read as a file cut there: the events after the cut are not made up from the zeros.
-    if (timeline.stats.warnings.size() != 2 || timeline.stats.warnings[1].find("file ends inside an event") == std::string::npos) {
-      return 8;
-    }
-    return timeline.arg_int(0, "bytes") == 64 ? 0 : 9;
+    return load_cut_file(path, "cut.json", cut, 2,
+                         [&](ptadvise::LoadOptions&) { return truncate(path.c_str(), static_cast<off_t>(cut)) == 0; });
   });
   std::filesystem::remove(path);
-  CHECK_FALSE(WIFSIGNALED(status));
-  REQUIRE(WIFEXITED(status));
-  CHECK(WEXITSTATUS(status) == 0);
+  check_child_ended_well(status);
 }
 
 TEST_CASE("fault guard: a large file cut after its last stretch was taken still says it shrank") {
   // The parse takes the whole 70 MiB (in stretches kept 32 MiB ahead) before it reaches 50 MiB; the file
   // is cut to 60 MiB there, from the progress callback. The parse meets zeros (the guard's) at the cut,
   // and the check made once the parse is over says why.
-  const std::string event = "  {\"ph\": \"X\", \"cat\": \"kernel\", \"name\": \"gemm\", \"pid\": 0, \"tid\": 7, \"ts\": 1000, "
-                            "\"dur\": 5, \"args\": {\"bytes\": 64, \"padding\": \"" + std::string(900, 'x') + "\"}}";
-  const std::string bytes = big_trace(event);
-  const std::string path = temp_file("cut_late.json", bytes);
+  const std::string path = temp_file("cut_late.json", big_trace());
   const size_t cut = size_t{60} << 20;
   int status = in_child([&] {
-    auto input = ptadvise::detail::read_input_file(path, true);
-    if (!input.ok() || input.pending == nullptr) return 3;
-    ptadvise::detail::TraceParser parser(std::move(input.buffer), std::move(input.pending), "cut_late.json", 1);
-    ptadvise::LoadOptions options;
-    options.arg_keys = std::make_shared<const ptadvise::ArgKeySet>(ptadvise::ArgKeySet{"bytes"});
     bool cut_done = false;
-    options.on_bytes_parsed = [&](uint64_t parsed, uint64_t) {
-      if (!cut_done && parsed >= (size_t{50} << 20)) cut_done = truncate(path.c_str(), static_cast<off_t>(cut)) == 0;
-    };
-    auto result = parser.run(options);
-    if (!cut_done) return 4;
-    if (!std::holds_alternative<ptadvise::Timeline>(result)) return 5;
-    const auto& timeline = std::get<ptadvise::Timeline>(result);
-    size_t whole = 0;  // the events that end before the cut
-    for (size_t end = 18 + event.size(); end <= cut; end += event.size() + 2) ++whole;
-    if (timeline.events.size() != whole) return 6;
-    if (timeline.stats.warnings.size() != 2) return 7;
-    if (timeline.stats.warnings[0] != "cut_late.json: the file shrank from 73,401,276 to 62,914,560 bytes while it "
-                                      "was read (was it being rewritten?)") {
-      return 8;
-    }
-    return timeline.stats.warnings[1].find("file ends inside an event") != std::string::npos ? 0 : 9;
+    int code = load_cut_file(path, "cut_late.json", cut, 1, [&](ptadvise::LoadOptions& options) {
+      options.on_bytes_parsed = [&](uint64_t parsed, uint64_t) {
+        if (!cut_done && parsed >= (size_t{50} << 20)) cut_done = truncate(path.c_str(), static_cast<off_t>(cut)) == 0;
+      };
+      return true;
+    });
+    return code != 0 ? code : cut_done ? 0 : 11;
   });
   std::filesystem::remove(path);
-  CHECK_FALSE(WIFSIGNALED(status));
-  REQUIRE(WIFEXITED(status));
-  CHECK(WEXITSTATUS(status) == 0);
+  check_child_ended_well(status);
 }
