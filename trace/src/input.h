@@ -60,7 +60,8 @@ class PendingInput {
   PendingInput(size_t size, size_t filled) : size_(size), filled_(filled) {}
   // Allocates the pages of [filled_, end) not resident yet in one call, rather than letting the read fault
   // them in one by one. Resident pages are skipped: walking them costs as much as a copy of their bytes.
-  void populate(char* data, size_t end, size_t resident_end) const;
+  // `advice`: MADV_POPULATE_WRITE for memory about to be written, MADV_POPULATE_READ for a mapped file.
+  void populate(char* data, size_t end, size_t resident_end, int advice) const;
   size_t size_;
   size_t filled_;
   std::string failure_;

@@ -23,16 +23,16 @@ size_t PendingGzip::expected_size() const {
   return stream_ ? std::max(filled_, std::min(size_, stream_->expected_size())) : size_;
 }
 
-void PendingInput::populate(char* data, size_t end, size_t resident_end) const {
+void PendingInput::populate(char* data, size_t end, size_t resident_end, int advice) const {
   const auto page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
   const size_t from = std::max(filled_ / page * page, resident_end / page * page);
-  if (page_round(end) > from) (void)madvise(data + from, page_round(end) - from, MADV_POPULATE_WRITE);
+  if (page_round(end) > from) (void)madvise(data + from, page_round(end) - from, advice);
 }
 
 std::optional<std::string> PendingGzip::fill(char* data, size_t end, size_t resident_end) {
   end = std::min(size_, std::max(end, filled_ + kPendingRead));
   if (end <= filled_ || !stream_) return std::nullopt;
-  populate(data, end, resident_end);
+  populate(data, end, resident_end, MADV_POPULATE_WRITE);
   filled_ += stream_->inflate(data + filled_, end - filled_);
   if (!stream_->done()) {
     if (filled_ < size_ || !stream_->has_more()) return std::nullopt;
@@ -101,9 +101,7 @@ std::optional<std::string> PendingMapped::fill(char* data, size_t end, size_t) {
     end = std::min(end, size_);
   }
   // One call maps the pages that are in the page cache (reading the others), instead of a fault per 16.
-  const auto page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
-  const size_t from = filled_ / page * page;
-  if (page_round(end) > from) (void)madvise(data + from, page_round(end) - from, MADV_POPULATE_READ);
+  populate(data, end, 0, MADV_POPULATE_READ);
   filled_ = std::max(filled_, end);
   return problem;
 }
@@ -115,7 +113,7 @@ PendingFile::~PendingFile() {
 std::optional<std::string> PendingFile::fill(char* data, size_t end, size_t resident_end) {
   end = std::min(size_, std::max(end, filled_ + kPendingRead));
   if (end <= filled_) return std::nullopt;
-  populate(data, end, resident_end);
+  populate(data, end, resident_end, MADV_POPULATE_WRITE);
   while (filled_ < end) {
     ssize_t got = read(fd_, data + filled_, std::min(end - filled_, size_t{64} << 20));
     if (got < 0 && errno == EINTR) continue;
