@@ -8,16 +8,10 @@
 set -u
 source "$(cd "$(dirname "$0")" && pwd)/gloo_job_setup.sh"
 
-bash "$here/record_gloo_job.sh" "$ptadvise" "$python" "$work/slow" 2 --sample-ms 2 --slow-loader-rank 1 ||
-  fail "recording the job with rank 1's loader on its training thread failed"
-bash "$here/record_gloo_job.sh" "$ptadvise" "$python" "$work/even" 2 --sample-ms 2 ||
-  fail "recording the twin failed"
-for job in slow even; do
-  "$ptadvise" check --exit-zero --format json "$work/$job" >"$work/$job.json" 2>"$work/$job.err" ||
-    fail "check failed: $(cat "$work/$job.err")"
-done
-"$ptadvise" check --exit-zero "$work/slow" | head -16
-"$python" - "$work/slow.json" "$work/even.json" <<'PY' || fail "the job's predicted step after the loader fix misses its twin"
+# The twin is another run of the job: on a busy machine its step can be slower than the job's own would be
+# after the fix. A pair that misses is recorded again (up to 3 pairs): a prediction that is wrong misses
+# every pair, while a twin slowed by other load does not repeat.
+verdict=$(cat <<'PY'
 import json, sys
 def entries(path):
     return json.load(open(path))["traces"]
@@ -39,4 +33,24 @@ assert abs(predicted / measured - 1) <= 0.10, (predicted, measured)
 # Alone, rank 0 keeps waiting for rank 1 in every all-reduce: only the joined replay sees the fix pay.
 assert alone > 1.5 * measured, (alone, measured)
 PY
+)
+pair() {
+  local attempt=$1
+  bash "$here/record_gloo_job.sh" "$ptadvise" "$python" "$work/slow$attempt" 2 --sample-ms 2 --slow-loader-rank 1 ||
+    fail "recording the job with rank 1's loader on its training thread failed"
+  bash "$here/record_gloo_job.sh" "$ptadvise" "$python" "$work/even$attempt" 2 --sample-ms 2 ||
+    fail "recording the twin failed"
+  for job in slow even; do
+    "$ptadvise" check --exit-zero --format json "$work/$job$attempt" >"$work/$job$attempt.json" 2>"$work/$job$attempt.err" ||
+      fail "check failed: $(cat "$work/$job$attempt.err")"
+  done
+  [[ $attempt -eq 1 ]] && "$ptadvise" check --exit-zero "$work/slow$attempt" | head -16
+  "$python" - "$work/slow$attempt.json" "$work/even$attempt.json" <<<"$verdict"
+}
+
+for attempt in 1 2 3; do
+  pair $attempt && break
+  [[ $attempt -eq 3 ]] && fail "the job's predicted step after the loader fix misses its twin in 3 recorded pairs"
+  echo "pair $attempt missed its twin; recording another pair"
+done
 echo "ok: rank 1's loader stall found; the job's step after the fix lands on its twin"

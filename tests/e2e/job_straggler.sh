@@ -46,14 +46,10 @@ stragglers = [f["message"] for f in job[0]["findings"] if f["rule_id"] == "PTA20
 assert not stragglers, stragglers
 PY
 
-bash "$here/record_gloo_job.sh" "$ptadvise" "$python" "$work/pair-slow" 2 --slow-rank 1 --slow-ms 40 ||
-  fail "recording the slowed 2-rank job failed"
-bash "$here/record_gloo_job.sh" "$ptadvise" "$python" "$work/pair-even" 2 || fail "recording the even 2-rank job failed"
-for job in pair-slow pair-even; do
-  "$ptadvise" check --exit-zero --format json "$work/$job" >"$work/$job.json" 2>"$work/$job.err" ||
-    fail "check failed: $(cat "$work/$job.err")"
-done
-"$python" - "$work/pair-slow.json" "$work/pair-even.json" <<'PY' || fail "the straggler's predicted step misses its twin"
+# The twin is another run of the job: on a busy machine its step can be slower than the job's own would be
+# with rank 1 keeping pace. A pair that misses is recorded again (up to 3 pairs): a prediction that is wrong
+# misses every pair, while a twin slowed by other load does not repeat.
+verdict=$(cat <<'PY'
 import json, sys
 def job(path):
     entries = [t for t in json.load(open(path))["traces"] if t.get("job")]
@@ -69,4 +65,22 @@ print("2-rank job: measured %.3f ms, straggler keeping pace predicted %.3f ms, t
       % (slow["step_ms"], predicted, twin, 100 * (predicted / twin - 1)))
 assert abs(predicted / twin - 1) <= 0.10, (predicted, twin)
 PY
+)
+pair() {
+  local attempt=$1
+  bash "$here/record_gloo_job.sh" "$ptadvise" "$python" "$work/pair-slow$attempt" 2 --slow-rank 1 --slow-ms 40 ||
+    fail "recording the slowed 2-rank job failed"
+  bash "$here/record_gloo_job.sh" "$ptadvise" "$python" "$work/pair-even$attempt" 2 ||
+    fail "recording the even 2-rank job failed"
+  for job in pair-slow pair-even; do
+    "$ptadvise" check --exit-zero --format json "$work/$job$attempt" >"$work/$job$attempt.json" 2>"$work/$job$attempt.err" ||
+      fail "check failed: $(cat "$work/$job$attempt.err")"
+  done
+  "$python" - "$work/pair-slow$attempt.json" "$work/pair-even$attempt.json" <<<"$verdict"
+}
+for attempt in 1 2 3; do
+  pair $attempt && break
+  [[ $attempt -eq 3 ]] && fail "the straggler's predicted step misses its twin in 3 recorded pairs"
+  echo "pair $attempt missed its twin; recording another pair"
+done
 echo "ok: rank 2 named the straggler; none in the even job; the 2-rank straggler's prediction lands on its twin"
