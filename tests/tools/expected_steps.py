@@ -87,7 +87,7 @@ def nest(events):
         items.sort(key=lambda e: (ns(e["ts"]), -ns(e.get("dur", 0))))
         stack = []
         for i, e in enumerate(items):
-            start, end = ns(e["ts"]), ns(e["ts"]) + max(0, ns(e.get("dur", 0)))
+            end = ns(e["ts"]) + max(0, ns(e.get("dur", 0)))
             while stack and stack[-1][1] + 1000 < end:
                 stack.pop()
             e["_parent"] = stack[-1][0] if stack else None

@@ -299,7 +299,6 @@ def summarize(path):
         lo, hi = windows[i]
         busy += sum(max(0, min(b, hi) - max(a, lo)) for a, b in merged)
     steady_set = set(steady)
-    step_of_kernel = {}
     counted = [e for e in kernel_step if kernel_index.get(id(e)) in steady_set]
     kernels = len(counted)
     tiny = sum(1 for e in counted if max(0, ns(e.get("dur", 0))) < 10000)
