@@ -8,9 +8,7 @@
 set -u
 source "$(cd "$(dirname "$0")" && pwd)/gloo_job_setup.sh"
 
-# The twin is another run of the job: on a busy machine its step can be slower than the job's own would be
-# after the fix. A pair that misses is recorded again (up to 3 pairs): a prediction that is wrong misses
-# every pair, while a twin slowed by other load does not repeat.
+# The prediction against a recorded twin, up to 3 pairs (until_a_pair_lands, gloo_job_setup.sh).
 verdict=$(cat <<'PY'
 import json, sys
 def entries(path):
@@ -48,9 +46,5 @@ pair() {
   "$python" - "$work/slow$attempt.json" "$work/even$attempt.json" <<<"$verdict"
 }
 
-for attempt in 1 2 3; do
-  pair $attempt && break
-  [[ $attempt -eq 3 ]] && fail "the job's predicted step after the loader fix misses its twin in 3 recorded pairs"
-  echo "pair $attempt missed its twin; recording another pair"
-done
+until_a_pair_lands "the job's predicted step after the loader fix misses its twin"
 echo "ok: rank 1's loader stall found; the job's step after the fix lands on its twin"

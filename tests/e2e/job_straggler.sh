@@ -46,9 +46,7 @@ stragglers = [f["message"] for f in job[0]["findings"] if f["rule_id"] == "PTA20
 assert not stragglers, stragglers
 PY
 
-# The twin is another run of the job: on a busy machine its step can be slower than the job's own would be
-# with rank 1 keeping pace. A pair that misses is recorded again (up to 3 pairs): a prediction that is wrong
-# misses every pair, while a twin slowed by other load does not repeat.
+# The prediction against a recorded twin, up to 3 pairs (until_a_pair_lands, gloo_job_setup.sh).
 verdict=$(cat <<'PY'
 import json, sys
 def job(path):
@@ -78,9 +76,5 @@ pair() {
   done
   "$python" - "$work/pair-slow$attempt.json" "$work/pair-even$attempt.json" <<<"$verdict"
 }
-for attempt in 1 2 3; do
-  pair $attempt && break
-  [[ $attempt -eq 3 ]] && fail "the straggler's predicted step misses its twin in 3 recorded pairs"
-  echo "pair $attempt missed its twin; recording another pair"
-done
+until_a_pair_lands "the straggler's predicted step misses its twin"
 echo "ok: rank 2 named the straggler; none in the even job; the 2-rank straggler's prediction lands on its twin"

@@ -2,21 +2,13 @@
 // Built only when the CUDA toolkit's CUPTI headers are available.
 #ifdef PTADVISE_TEST_CUPTI_FORMAT
 
-#include <doctest/doctest.h>
-
-#include <cstring>
-#include <map>
 #include <sstream>
 #include <string>
-#include <vector>
 
 #include "cupti_test_support.h"
-#include "ptadvise/cupti_trace.h"
 #include "ptadvise/loader.h"
-#include "ptadvise/timeline.h"
 
-namespace capture = ptadvise::capture;
-using namespace cupti_test;
+using namespace cupti_test;  // the record helpers, and `capture` for ptadvise::capture
 
 TEST_CASE("capture names follow Kineto's spelling") {
   CHECK(capture::memcpy_event_name(CUPTI_ACTIVITY_MEMCPY_KIND_HTOD, CUPTI_ACTIVITY_MEMORY_KIND_PAGEABLE,

@@ -2,21 +2,13 @@
 // Built only when the CUDA toolkit's CUPTI headers are available.
 #ifdef PTADVISE_TEST_CUPTI_FORMAT
 
-#include <doctest/doctest.h>
-
-#include <cstring>
-#include <map>
 #include <sstream>
 #include <string>
-#include <vector>
 
 #include "cupti_test_support.h"
-#include "ptadvise/cupti_trace.h"
 #include "ptadvise/loader.h"
-#include "ptadvise/timeline.h"
 
-namespace capture = ptadvise::capture;
-using namespace cupti_test;
+using namespace cupti_test;  // the record helpers, and `capture` for ptadvise::capture
 TEST_CASE("capture writer: CUDA 13 records become Kineto events with flows, steps and metadata") {
   std::ostringstream out;
   capture::TraceWriter writer(out, test_header(), callback_name);

@@ -18,8 +18,10 @@
 namespace loader_test {
 
 using ptadvise::EventIndex;
+using ptadvise::EventKind;
 using ptadvise::LoadError;
 using ptadvise::Timeline;
+using ptadvise::TrackKind;
 using ptadvise::testing::Era;
 using ptadvise::testing::TraceBuilder;
 

@@ -1,23 +1,13 @@
 // The loader on small inline traces of every era and quirk: formats, metadata, kinds, devices.
 #include <doctest/doctest.h>
 
-#include <cstdio>
-#include <filesystem>
-#include <fstream>
 #include <string>
 #include <vector>
 
 #include "loader_test_support.h"
 #include "ptadvise/loader.h"
 
-using ptadvise::EventIndex;
-using ptadvise::EventKind;
-using ptadvise::LoadError;
-using ptadvise::Timeline;
-using ptadvise::TrackKind;
-using ptadvise::testing::Era;
-using ptadvise::testing::TraceBuilder;
-using namespace loader_test;
+using namespace loader_test;  // the helpers and the ptadvise names they use
 
 TEST_CASE("loader: 2023 traces (ac2g flows, integer µs) load with exact kinds, times, tracks and ids") {
   TraceBuilder trace = step_trace(Era::Kineto2023);

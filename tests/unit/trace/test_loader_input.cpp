@@ -2,23 +2,13 @@
 // way in: gzip, directories, inputs larger than a parse window.
 #include <doctest/doctest.h>
 
-#include <cstdio>
-#include <filesystem>
-#include <fstream>
 #include <string>
 #include <vector>
 
 #include "loader_test_support.h"
 #include "ptadvise/loader.h"
 
-using ptadvise::EventIndex;
-using ptadvise::EventKind;
-using ptadvise::LoadError;
-using ptadvise::Timeline;
-using ptadvise::TrackKind;
-using ptadvise::testing::Era;
-using ptadvise::testing::TraceBuilder;
-using namespace loader_test;
+using namespace loader_test;  // the helpers and the ptadvise names they use
 
 TEST_CASE("loader: malformed events are counted and skipped with one warning") {
   std::string text =
