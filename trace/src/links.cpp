@@ -114,13 +114,36 @@ void sort_track(const Events& events, std::vector<EventIndex>& list) {
     int64_t ts, dur;
     EventIndex event;
   };
-  std::vector<Key> keys(list.size());
-  for (size_t k = 0; k < list.size(); ++k) keys[k] = {events.ts_ns[list[k]], events.dur_ns[list[k]], list[k]};
-  std::sort(keys.begin(), keys.end(), [&events](const Key& a, const Key& b) {
+  auto key_before = [&events](const Key& a, const Key& b) {
     if (a.ts != b.ts) return a.ts < b.ts;
     if (a.dur != b.dur) return a.dur > b.dur;
     return tie_before(events, a.event, b.event);
-  });
+  };
+  std::vector<Key> keys(list.size());
+  for (size_t k = 0; k < list.size(); ++k) keys[k] = {events.ts_ns[list[k]], events.dur_ns[list[k]], list[k]};
+  // Most tracks are written in a few runs already in order (a track written in two parts, a handful of
+  // latecomers): those are merged, in linear time per level. Many short runs (Kineto until 2022 wrote an
+  // op after the ops inside it) are sorted whole.
+  std::vector<size_t> bounds{0};
+  for (size_t k = 1; k < keys.size(); ++k) {
+    if (key_before(keys[k], keys[k - 1])) bounds.push_back(k);
+  }
+  bounds.push_back(keys.size());
+  if (bounds.size() - 1 > 16 + keys.size() / 64) {
+    std::sort(keys.begin(), keys.end(), key_before);
+  } else {
+    while (bounds.size() > 2) {  // neighbouring runs merged pairwise until one is left
+      std::vector<size_t> merged{0};
+      for (size_t r = 0; r + 2 < bounds.size(); r += 2) {
+        std::inplace_merge(keys.begin() + static_cast<std::ptrdiff_t>(bounds[r]),
+                           keys.begin() + static_cast<std::ptrdiff_t>(bounds[r + 1]),
+                           keys.begin() + static_cast<std::ptrdiff_t>(bounds[r + 2]), key_before);
+        merged.push_back(bounds[r + 2]);
+      }
+      if (merged.back() != bounds.back()) merged.push_back(bounds.back());  // an odd run out waits a level
+      bounds = std::move(merged);
+    }
+  }
   for (size_t k = 0; k < list.size(); ++k) list[k] = keys[k].event;
 }
 

@@ -1,6 +1,12 @@
 // The link pass: per-track order, CPU nesting with rounding overhang, launches by correlation in every era.
 #include <doctest/doctest.h>
 
+#include <algorithm>
+#include <random>
+#include <string>
+#include <utility>
+#include <vector>
+
 #include "ptadvise/analysis.h"
 #include "test_analysis_helpers.h"
 #include "trace_builder.h"
@@ -242,4 +248,59 @@ TEST_CASE("links: tracks and launches linked on several threads come out as on o
     CHECK(many.events.launch == one.events.launch);
     CHECK(many.events.dur_ns == one.events.dur_ns);
   }
+}
+
+TEST_CASE("links: a track's order and nesting do not depend on the order the file wrote its events in") {
+  // Nested ops with ties of start and length: written by start, by end (as Kineto wrote them until 2022:
+  // an op after the ops inside it), shuffled, and by start with a few latecomers.
+  struct Op {
+    std::string name;
+    double start, length;
+    int external_id;
+  };
+  std::vector<Op> ops;
+  for (int step = 0; step < 60; ++step) {
+    const double t = 100.0 * step;
+    ops.push_back({"outer_" + std::to_string(step), t, 50, 4 * step + 1});
+    ops.push_back({"middle_" + std::to_string(step), t + 1, 20, 4 * step + 2});
+    ops.push_back({"twin_" + std::to_string(step), t + 1, 20, 4 * step + 3});  // the same start and length
+    ops.push_back({"inner_" + std::to_string(step), t + 2, 5, 4 * step + 4});
+    ops.push_back({"after_" + std::to_string(step), t + 30, 10, 0});
+  }
+  // (name, start) of each event in track order, and of its parent.
+  auto linked = [](const std::vector<Op>& written) {
+    TraceBuilder trace(Era::Kineto2023);
+    for (const Op& op : written) {
+      trace.cpu_op(op.name, op.start, op.length,
+                   op.external_id > 0 ? "\"External id\": " + std::to_string(op.external_id) : "");
+    }
+    Timeline timeline = trace.load();
+    std::vector<std::pair<std::string, std::string>> order;
+    for (const auto& track : timeline.track_events) {
+      for (EventIndex i : track) {
+        const EventIndex parent = timeline.events.parent[i];
+        order.emplace_back(std::string(timeline.name(i)), parent == kNone ? "" : std::string(timeline.name(parent)));
+      }
+    }
+    return order;
+  };
+  const auto by_start = linked(ops);
+  REQUIRE(by_start.size() == ops.size());
+  CHECK(by_start[0] == std::pair<std::string, std::string>{"outer_0", ""});
+  CHECK(by_start[1] == std::pair<std::string, std::string>{"middle_0", "outer_0"});
+  CHECK(by_start[2] == std::pair<std::string, std::string>{"twin_0", "middle_0"});  // the larger External id inside
+  CHECK(by_start[3] == std::pair<std::string, std::string>{"inner_0", "twin_0"});
+  CHECK(by_start[4] == std::pair<std::string, std::string>{"after_0", "outer_0"});
+
+  std::vector<Op> by_end = ops;
+  std::stable_sort(by_end.begin(), by_end.end(),
+                   [](const Op& a, const Op& b) { return a.start + a.length < b.start + b.length; });
+  CHECK(linked(by_end) == by_start);
+  std::vector<Op> shuffled = ops;
+  std::mt19937 random(7);
+  std::shuffle(shuffled.begin(), shuffled.end(), random);
+  CHECK(linked(shuffled) == by_start);
+  std::vector<Op> latecomers = ops;
+  for (size_t k = 10; k + 40 < latecomers.size(); k += 37) std::swap(latecomers[k], latecomers[k + 40]);
+  CHECK(linked(latecomers) == by_start);
 }
