@@ -200,7 +200,7 @@ int run(const CheckOptions& options, std::ostream& out, std::ostream& err) {
     }
     Progress progress(progress_wanted());
     const check_detail::RankCheck check{rules, evaluate_options, kernels, source_root, options.accept_partial,
-                                        options.whatif};
+                                        options.whatif, !options.annotate_path.empty()};
     auto results = check_detail::check_files(files, check, options.threads, progress);
     for (auto& result : results) {
       if (!result.error.empty()) throw Failure{result.error};

@@ -141,7 +141,7 @@ RankResult check_file(const std::string& path, const RankCheck& check, const Loa
   if (whatif) {
     // After suppressions: the replays cover the reported findings only. One graph for all of them.
     whatif->predict_findings(trace.findings);
-    trace.prediction = whatif->predict_steps(trace.findings, &fixed_replay);
+    trace.prediction = whatif->predict_steps(trace.findings, &fixed_replay, check.critical_path_spans);
   } else {
     predict_from_ledger(analysis, trace.findings);
   }

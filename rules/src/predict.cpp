@@ -134,7 +134,8 @@ void WhatIf::predict_findings(std::vector<Finding>& findings) const {
   }
 }
 
-StepPrediction WhatIf::predict_steps(const std::vector<Finding>& findings, whatif::ReplayResult* fixed_replay) const {
+StepPrediction WhatIf::predict_steps(const std::vector<Finding>& findings, whatif::ReplayResult* fixed_replay,
+                                     bool with_spans) const {
   StepPrediction out;
   if (!available_) return out;
   out.available = true;
@@ -149,19 +150,22 @@ StepPrediction WhatIf::predict_steps(const std::vector<Finding>& findings, whati
   out.critical_ms = base_.critical_ms;
   out.critical_top = base_.critical_top;
   const Timeline& timeline = *analysis_.timeline;
-  for (const auto& piece : base_.critical_path) {
-    CriticalSpan span;
-    span.category = piece.category;
-    span.step = piece.step;
-    span.start_ns = piece.start_ns;
-    span.end_ns = piece.end_ns;
-    if (piece.node < graph_.nodes.size()) {
-      EventIndex e = graph_.nodes[piece.node].event;
-      span.name = e != kNone ? std::string(timeline.name(e)) : "(host gap)";
-    } else {
-      span.name = std::string(whatif::to_string(piece.category)) + " wait";
+  if (with_spans) {
+    out.critical_path.reserve(base_.critical_path.size());
+    for (const auto& piece : base_.critical_path) {
+      CriticalSpan span;
+      span.category = piece.category;
+      span.step = piece.step;
+      span.start_ns = piece.start_ns;
+      span.end_ns = piece.end_ns;
+      if (piece.node < graph_.nodes.size()) {
+        EventIndex e = graph_.nodes[piece.node].event;
+        span.name = e != kNone ? std::string(timeline.name(e)) : "(host gap)";
+      } else {
+        span.name = std::string(whatif::to_string(piece.category)) + " wait";
+      }
+      out.critical_path.push_back(std::move(span));
     }
-    out.critical_path.push_back(std::move(span));
   }
   for (const Finding& finding : findings) {
     if (finding.fixes.empty()) ++out.ledger_only;

@@ -22,6 +22,7 @@ namespace {
 constexpr size_t kTail = PaddedBuffer::kPadding + PaddedBuffer::kSpare;
 constexpr size_t kStreamChunk = size_t{1} << 20;
 constexpr size_t kFirstRead = size_t{64} << 20;  // incremental reads: what is read before the parse starts
+constexpr size_t kPopulateStretch = size_t{4} << 20;  // inflating the first read: populated this much at a time
 
 bool is_gzip(const char* data, size_t size) {
   return size >= 2 && static_cast<unsigned char>(data[0]) == 0x1f && static_cast<unsigned char>(data[1]) == 0x8b;
@@ -182,8 +183,17 @@ InputResult inflate_gzip_incremental(std::unique_ptr<GzipStream> stream) {
   Region region;
   if (!region.reserve(cap.bytes)) return inflate_gzip(*stream);
   const size_t first = std::min(kFirstRead, cap.bytes);
-  (void)madvise(region.data(), first, MADV_POPULATE_WRITE);
-  const size_t produced = stream->inflate(region.data(), first);
+  // Populated a stretch at a time as the text comes (one call instead of a fault per page), not all of the
+  // first read at once: most traces inflate to less than that, and their check would fault in (and hold)
+  // 64 MiB for a few.
+  size_t produced = 0;
+  while (produced < first) {
+    const size_t stretch = std::min(first - produced, kPopulateStretch);
+    (void)madvise(region.data() + produced, stretch, MADV_POPULATE_WRITE);
+    const size_t got = stream->inflate(region.data() + produced, stretch);
+    produced += got;
+    if (got < stretch) break;  // the stream ended, or failed
+  }
   if (!stream->error().empty()) {
     result.error = stream->error();
     return result;

@@ -273,6 +273,9 @@ TEST_CASE("check: --annotate writes the trace with a findings track") {
   std::string annotated = read_file(dir.file("annotated.json"));
   CHECK(annotated.find("\"name\":\"ptadvise findings\"") != std::string::npos);
   CHECK(annotated.find("\"cat\":\"ptadvise\",\"name\":\"PTX901 scalar-read-in-step\"") != std::string::npos);
+  // The replay's critical path as a track of its own (check fills its spans only for --annotate).
+  CHECK(annotated.find("\"args\":{\"name\":\"critical path (replay)\"}") != std::string::npos);
+  CHECK(annotated.find("\"cat\":\"ptadvise.critical_path\"") != std::string::npos);
   if (ptadvise::testing::python_has("json")) {
     CHECK(ptadvise::testing::run_python(
               "import json,sys,gzip; a=json.load(open(sys.argv[1])); o=json.load(gzip.open(sys.argv[2])); "

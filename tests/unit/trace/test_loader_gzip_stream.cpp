@@ -3,6 +3,8 @@
 // across gzip members; a cut stream keeps the events before the cut, a damaged one counts the rest as
 // unread; the inflated-size cap still holds.
 #include <doctest/doctest.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <cstdlib>
 #include <filesystem>
@@ -157,4 +159,49 @@ TEST_CASE("gzip stream: a .json.gz damaged past its first 64 MiB keeps what infl
                                         ptadvise::detail::with_commas(split) + " bytes that inflate before it") == 0);
   CHECK(timeline.stats.unread_bytes > 0);
   CHECK(timeline.stats.unread_bytes < bytes.size());
+}
+
+TEST_CASE("gzip stream: a small .json.gz faults in the memory its text needs, not the 64 MiB of a first read") {
+  // 2 MiB of events whose numbers vary, so that the gzip (about 0.4 MB) may inflate to more than 64 MiB as
+  // far as its size tells (the inflated-size cap is 1032 times the compressed size).
+  std::string text = "{\"traceEvents\": [\n";
+  uint64_t state = 12345;
+  for (size_t event = 0; text.size() < (size_t{2} << 20); ++event) {
+    state = state * 6364136223846793005ull + 1442695040888963407ull;
+    text += (event == 0 ? "" : ",\n") + std::string("{\"ph\": \"X\", \"cat\": \"kernel\", \"name\": \"gemm\", ") +
+            "\"pid\": 0, \"tid\": 7, \"ts\": " + std::to_string(state >> 24) + ", \"dur\": 2, \"args\": {\"bytes\": " +
+            std::to_string(state % 1000003) + "}}";
+  }
+  text += "\n]}\n";
+  const std::string compressed = ptadvise::testing::gzip_bytes(text);
+  REQUIRE(compressed.size() * 1032 > (size_t{64} << 20));
+  const std::filesystem::path path = write_temp("ptadvise_gzip_small.json.gz", compressed);
+  // In a child: its peak resident set, reset once forked, is what reading the file took.
+  auto peak_kib = [] {
+    std::ifstream status("/proc/self/status");
+    std::string line;
+    while (std::getline(status, line)) {
+      if (line.rfind("VmHWM:", 0) == 0) return std::strtoull(line.c_str() + 6, nullptr, 10);
+    }
+    return 0ull;
+  };
+  const pid_t child = fork();
+  REQUIRE(child >= 0);
+  if (child == 0) {
+    if (!(std::ofstream("/proc/self/clear_refs") << "5")) _exit(3);  // no peak reset here: nothing to measure
+    const unsigned long long before = peak_kib();
+    auto input = ptadvise::detail::read_input_file(path.string(), true);
+    if (!input.ok() || input.pending != nullptr || input.buffer.size != text.size()) _exit(4);
+    const unsigned long long grown_kib = peak_kib() - before;
+    _exit(grown_kib < 16 * 1024 ? 0 : 5);  // 2 MiB of text (it faulted in 64 MiB)
+  }
+  int status = 0;
+  waitpid(child, &status, 0);
+  std::filesystem::remove(path);
+  REQUIRE(WIFEXITED(status));
+  if (WEXITSTATUS(status) == 3) {
+    MESSAGE("skipped: this kernel cannot reset the peak resident set (/proc/self/clear_refs)");
+    return;
+  }
+  CHECK(WEXITSTATUS(status) == 0);
 }

@@ -223,6 +223,25 @@ TEST_CASE("summary: the critical path of the replayed steps by category, in text
   CHECK(summary_json(summary, 0).find("critical_path") == std::string::npos);
 }
 
+TEST_CASE("predictions: the critical path's spans, with their events' names, only when asked for") {
+  auto loaded = load_trace_file(kLoader);
+  REQUIRE(std::holds_alternative<Timeline>(loaded));
+  Analysis analysis = analyze(std::get<Timeline>(loaded));
+  const WhatIf whatif(analysis);
+  const StepPrediction with_spans = whatif.predict_steps({});
+  const StepPrediction without = whatif.predict_steps({}, nullptr, false);
+  REQUIRE(with_spans.critical_path.size() == whatif.base().critical_path.size());
+  REQUIRE(!with_spans.critical_path.empty());
+  CHECK(without.critical_path.empty());
+  // Everything else is the same.
+  CHECK(without.critical_ms == with_spans.critical_ms);
+  CHECK(without.critical_top.size() == with_spans.critical_top.size());
+  CHECK(without.predicted_step_ms == with_spans.predicted_step_ms);
+  // `check` asks for them only for the annotated trace, which draws them as a track.
+  CHECK(annotation_events({}, &without).empty());
+  CHECK(annotation_events({}, &with_spans).find("critical path (replay)") != std::string::npos);
+}
+
 TEST_CASE("replay window: a trace whose steps hold more events than the budget is replayed over a window") {
   auto loaded = load_trace_file(kLoader);
   REQUIRE(std::holds_alternative<Timeline>(loaded));
