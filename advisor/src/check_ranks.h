@@ -27,7 +27,7 @@ struct RankCheck {
   const std::string& source_root;
   bool accept_partial = false;
   bool whatif = true;  // replay the steps (docs/WHATIF.md); off: predictions from the ledger alone
-  bool critical_path_spans = true;  // StepPrediction::critical_path, for the annotated trace (--annotate)
+  bool critical_path_spans = false;  // StepPrediction::critical_path, for the annotated trace (--annotate)
 };
 
 // The threads the loader of a rank about to be checked gets: its share of the cores among the ranks

@@ -56,7 +56,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   trace.findings = ptadvise::evaluate(rules, analysis, selection, &trace.coverage);
   const ptadvise::WhatIf whatif(analysis);
   whatif.predict_findings(trace.findings);
-  trace.prediction = whatif.predict_steps(trace.findings);
+  trace.prediction = whatif.predict_steps(trace.findings, nullptr, true);  // with the spans --annotate draws
   ptadvise::testing::trap_unless_ci_log_safe(ptadvise::summary_text(summary, &trace.prediction));
   ptadvise::testing::trap_unless_ci_log_safe(ptadvise::summary_json(summary, 2, &trace.prediction));
   ptadvise::rank_findings(trace.findings);
@@ -91,6 +91,6 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   for (bool known : match.in_baseline) {
     if (!known) __builtin_trap();
   }
-  sink << ptadvise::annotation_events(trace.findings);
+  sink << ptadvise::annotation_events(trace.findings, &trace.prediction);
   return 0;
 }

@@ -124,12 +124,13 @@ void sort_track(const Events& events, std::vector<EventIndex>& list) {
   // Most tracks are written in a few runs already in order (a track written in two parts, a handful of
   // latecomers): those are merged, in linear time per level. Many short runs (Kineto until 2022 wrote an
   // op after the ops inside it) are sorted whole.
+  const size_t most_runs = 16 + keys.size() / 64;
   std::vector<size_t> bounds{0};
-  for (size_t k = 1; k < keys.size(); ++k) {
+  for (size_t k = 1; k < keys.size() && bounds.size() <= most_runs; ++k) {
     if (key_before(keys[k], keys[k - 1])) bounds.push_back(k);
   }
   bounds.push_back(keys.size());
-  if (bounds.size() - 1 > 16 + keys.size() / 64) {
+  if (bounds.size() - 1 > most_runs) {
     std::sort(keys.begin(), keys.end(), key_before);
   } else {
     while (bounds.size() > 2) {  // neighbouring runs merged pairwise until one is left

@@ -162,9 +162,10 @@ class WhatIf {
   // `findings` applied together (each transform once: no double counting by construction).
   // `fixed_replay`, when given, receives the replay of those transforms together (the unchanged replay,
   // base(), when there are none). `with_spans` fills StepPrediction::critical_path, each piece with its
-  // event's name: only the annotated trace shows them, and on a trace of 200k events they were 45 MB.
+  // event's name: only the annotated trace shows them (`check --annotate`), and on a trace of 200k events
+  // they were 45 MB.
   StepPrediction predict_steps(const std::vector<Finding>& findings, whatif::ReplayResult* fixed_replay = nullptr,
-                               bool with_spans = true) const;
+                               bool with_spans = false) const;
 
   // The step graph the predictions replay (its window: whatif::replay_window).
   const whatif::Graph& graph() const { return graph_; }

@@ -228,8 +228,8 @@ TEST_CASE("predictions: the critical path's spans, with their events' names, onl
   REQUIRE(std::holds_alternative<Timeline>(loaded));
   Analysis analysis = analyze(std::get<Timeline>(loaded));
   const WhatIf whatif(analysis);
-  const StepPrediction with_spans = whatif.predict_steps({});
-  const StepPrediction without = whatif.predict_steps({}, nullptr, false);
+  const StepPrediction with_spans = whatif.predict_steps({}, nullptr, true);
+  const StepPrediction without = whatif.predict_steps({});
   REQUIRE(with_spans.critical_path.size() == whatif.base().critical_path.size());
   REQUIRE(!with_spans.critical_path.empty());
   CHECK(without.critical_path.empty());
