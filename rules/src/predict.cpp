@@ -100,7 +100,7 @@ void WhatIf::predict_findings(std::vector<Finding>& findings) const {
       if (fix.spec.primitive == whatif::Primitive::Batch) batch_factor = whatif::batch_factor(graph_, fix);
       if (fix.spec.primitive == whatif::Primitive::Batch) batch *= batch_factor.factor;
     }
-    const double fixed_step = whatif::replay(graph_, fixes, false).replayed_step_ms;
+    const double fixed_step = whatif::replay(graph_, fixes, whatif::PathDetail::None).replayed_step_ms;
     const double fixed = fixed_step / batch;  // per the samples of one step as measured
     // The replay's own error cancels: the saving is what the transform changes in the replay.
     const double replayed_saving = std::max(0.0, base_.replayed_step_ms - fixed);
@@ -151,8 +151,10 @@ StepPrediction WhatIf::predict_steps(const std::vector<Finding>& findings, whati
   out.critical_top = base_.critical_top;
   const Timeline& timeline = *analysis_.timeline;
   if (with_spans) {
-    out.critical_path.reserve(base_.critical_path.size());
-    for (const auto& piece : base_.critical_path) {
+    // The unchanged replay again, keeping its pieces this time: base_ keeps only their totals.
+    const whatif::ReplayResult pieces = whatif::replay(graph_, {}, whatif::PathDetail::Pieces);
+    out.critical_path.reserve(pieces.critical_path.size());
+    for (const auto& piece : pieces.critical_path) {
       CriticalSpan span;
       span.category = piece.category;
       span.step = piece.step;

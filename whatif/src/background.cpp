@@ -124,7 +124,7 @@ void background(const Graph& g, const Fix& fix, Changes& changes) {
     }
     int64_t& worker = free_at[index % workers];
     worker += load;
-    changes.floor[2 * last + 1] = std::max(changes.floor[2 * last + 1], worker);
+    changes.floor.raise(2 * last + 1, worker);
   }
 }
 

@@ -66,7 +66,7 @@ JoinModel build_model(const Graph& g, const std::vector<uint32_t>& collectives, 
   for (uint32_t n = 0; n < g.nodes.size(); ++n) {
     const Node& node = g.nodes[n];
     if (node.kind != NodeKind::GpuOp || node.step >= a.steps.size()) continue;
-    auto earlier = [&](uint32_t current) { return current == kNone || own.start_ns[n] < own.start_ns[current]; };
+    auto earlier = [&](uint32_t current) { return current == kNone || own.start_ns(n) < own.start_ns(current); };
     if (g.launched_by[n] != kNone && earlier(gpu_first[node.step])) gpu_first[node.step] = n;
     if (earlier(any_first[node.step])) any_first[node.step] = n;
   }
@@ -116,7 +116,7 @@ JoinModel build_model(const Graph& g, const std::vector<uint32_t>& collectives, 
       const int64_t candidate = free[edge.from] + edge.delay_ns;
       t = t == kUnset ? candidate : std::max(t, candidate);
     }
-    if (changes.floor[v] != kUnset) t = t == kUnset ? changes.floor[v] : std::max(t, changes.floor[v]);
+    if (const int64_t floor = changes.floor.at(v); floor != kUnset) t = t == kUnset ? floor : std::max(t, floor);
     if (t == kUnset && !bound) {
       const bool freed = v % 2 == 0 && g.incoming[v + 1] > g.incoming[v];
       t = freed ? origin : v % 2 == 0 ? node.start_ns : node.start_ns + node.dur_ns;
@@ -218,12 +218,11 @@ JoinModel build_model(const Graph& g, const std::vector<uint32_t>& collectives, 
   // replay's instants (it is the same max-plus system, cut at those ends).
   std::vector<int64_t> ends(collectives.size(), kNoTime);
   for (size_t c = 0; c < collectives.size(); ++c) {
-    if (collectives[c] < g.nodes.size()) ends[c] = own.end_ns[collectives[c]];
+    if (collectives[c] < g.nodes.size()) ends[c] = own.end_ns(collectives[c]);
   }
   model.exact = true;
   for (const Target& target : targets) {
-    const uint32_t n = target.vertex / 2;
-    const int64_t replayed = (target.vertex % 2 == 0 ? own.start_ns[n] : own.end_ns[n]) + target.offset;
+    const int64_t replayed = own.vertex_ns[target.vertex] + target.offset;
     if (target.time->at(ends) != replayed) model.exact = false;
   }
   return model;
@@ -241,8 +240,8 @@ JoinModel join_model(const Graph& g, const std::vector<uint32_t>& collectives, c
   // The scenario's own replay picks each step's first GPU op, as replay() measures periods, and checks
   // the model.
   ReplayResult replayed_here;
-  if (replayed == nullptr || replayed->start_ns.size() != g.nodes.size()) {
-    replayed_here = replay(g, fixes, false);
+  if (replayed == nullptr || replayed->vertex_ns.size() != 2 * g.nodes.size()) {
+    replayed_here = replay(g, fixes, PathDetail::None);
     replayed = &replayed_here;
   }
   const ReplayResult& own = *replayed;

@@ -18,16 +18,18 @@ constexpr uint32_t kOwnStart = kNone - 1;  // an end vertex bound by its own sta
 
 struct Schedule {
   std::vector<int64_t> time;     // per vertex
-  std::vector<uint32_t> binder;  // per vertex: the edge that set it, kOwnStart, or kNone (its measured start)
+  // Per vertex: the edge that set it, kOwnStart, or kNone (its measured start). Only for a walk of the
+  // critical path (empty otherwise).
+  std::vector<uint32_t> binder;
   size_t unordered = 0;
 };
 
-Schedule schedule(const Graph& g, const Changes& changes) {
+Schedule schedule(const Graph& g, const Changes& changes, bool with_binders) {
   const size_t nodes = g.nodes.size();
   const size_t vertices = 2 * nodes;
   Schedule s;
   s.time.assign(vertices, kUnset);
-  s.binder.assign(vertices, kNone);
+  if (with_binders) s.binder.assign(vertices, kNone);
   int64_t origin = std::numeric_limits<int64_t>::max();
   for (const Node& node : g.nodes) origin = std::min(origin, node.start_ns);
   auto settle = [&](uint32_t v) {
@@ -51,8 +53,8 @@ Schedule schedule(const Graph& g, const Changes& changes) {
         binder = e;
       }
     }
-    if (changes.floor[v] != kUnset && (t == kUnset || changes.floor[v] > t)) {
-      t = changes.floor[v];
+    if (const int64_t floor = changes.floor.at(v); floor != kUnset && (t == kUnset || floor > t)) {
+      t = floor;
       binder = kNone;
     }
     if (t == kUnset) {
@@ -62,7 +64,7 @@ Schedule schedule(const Graph& g, const Changes& changes) {
       t = freed ? origin : v % 2 == 0 ? node.start_ns : node.start_ns + node.dur_ns;
     }
     s.time[v] = t;
-    s.binder[v] = binder;
+    if (with_binders) s.binder[v] = binder;
   };
   // In dependency order, so every vertex's sources are settled before it; vertices in a dependency cycle
   // (timestamps that contradict each other) last, in measured order.
@@ -206,7 +208,7 @@ void walk_back(const Graph& g, const Schedule& s, uint32_t vertex, int64_t until
   std::reverse(out.begin() + static_cast<std::ptrdiff_t>(first), out.end());
 }
 
-void critical_path(const Graph& g, const Schedule& s, const StepTimes& st, ReplayResult& result) {
+void critical_path(const Graph& g, const Schedule& s, const StepTimes& st, bool keep_pieces, ReplayResult& result) {
   const Analysis& a = *g.analysis;
   const Timeline& tl = *a.timeline;
   const size_t n = a.steps.size();
@@ -258,7 +260,7 @@ void critical_path(const Graph& g, const Schedule& s, const StepTimes& st, Repla
       }
       by_key[what << 8 | static_cast<uint64_t>(piece.category)] += d;
     }
-    result.critical_path.insert(result.critical_path.end(), pieces.begin(), pieces.end());
+    if (keep_pieces) result.critical_path.insert(result.critical_path.end(), pieces.begin(), pieces.end());
   }
   const double steps = static_cast<double>(std::max<size_t>(1, result.steady_steps));
   for (size_t c = 0; c < kCategoryCount; ++c) result.critical_ms[c] = static_cast<double>(by_category[c]) / 1e6 / steps;
@@ -281,12 +283,11 @@ void critical_path(const Graph& g, const Schedule& s, const StepTimes& st, Repla
 
 }  // namespace
 
-ReplayResult replay(const Graph& graph, const std::vector<Fix>& fixes, bool with_path) {
+ReplayResult replay(const Graph& graph, const std::vector<Fix>& fixes, PathDetail path) {
   ReplayResult result;
   if (graph.analysis == nullptr) return result;
   const Analysis& a = *graph.analysis;
-  Changes changes = apply_fixes(graph, fixes);
-  Schedule s = schedule(graph, changes);
+  Schedule s = schedule(graph, apply_fixes(graph, fixes), path != PathDetail::None);
   result.unordered = s.unordered;
   StepTimes st = step_times(graph, s);
   double total = 0, measured = 0;
@@ -301,13 +302,8 @@ ReplayResult replay(const Graph& graph, const std::vector<Fix>& fixes, bool with
   result.steady_steps = counted;
   result.measured_step_ms = counted > 0 ? measured / static_cast<double>(counted) / 1e6 : 0.0;
   result.replayed_step_ms = counted > 0 ? total / static_cast<double>(counted) / 1e6 : 0.0;
-  if (with_path) critical_path(graph, s, st, result);
-  result.start_ns.resize(graph.nodes.size());
-  result.end_ns.resize(graph.nodes.size());
-  for (size_t v = 0; v < graph.nodes.size(); ++v) {
-    result.start_ns[v] = s.time[2 * v];
-    result.end_ns[v] = s.time[2 * v + 1];
-  }
+  if (path != PathDetail::None) critical_path(graph, s, st, path == PathDetail::Pieces, result);
+  result.vertex_ns = std::move(s.time);
   return result;
 }
 

@@ -9,8 +9,6 @@
 namespace ptadvise::whatif {
 namespace {
 
-constexpr int64_t kFree = std::numeric_limits<int64_t>::min();
-
 struct Touched {
   std::vector<uint32_t> host;  // host nodes, in time order
   std::vector<uint32_t> gpu;   // GPU op nodes
@@ -218,7 +216,7 @@ Changes apply_fixes(const Graph& g, const std::vector<Fix>& fixes) {
   changes.work.resize(g.nodes.size());
   for (size_t n = 0; n < g.nodes.size(); ++n) changes.work[n] = g.nodes[n].work_ns;
   changes.edge_off.assign(g.edges.size(), 0);
-  changes.floor.assign(2 * g.nodes.size(), kFree);
+  changes.floor = Floors(2 * g.nodes.size());
   for (const Fix& fix : fixes) {
     if (fix.spec.primitive == Primitive::Background) {
       background(g, fix, changes);

@@ -3,16 +3,40 @@
 
 #include <cstdint>
 #include <limits>
+#include <unordered_map>
 #include <vector>
 
 #include "ptadvise/whatif.h"
 
 namespace ptadvise::whatif {
 
+// Earliest times of a few vertices (the background primitive sets one per moved batch): a bit per vertex
+// says which have one, so a replay reads the map for those only and holds no full-size array for them.
+class Floors {
+ public:
+  static constexpr int64_t kFree = std::numeric_limits<int64_t>::min();
+  explicit Floors(size_t vertices = 0) : marked_((vertices + 63) / 64, 0) {}
+  // The vertex's earliest time, kFree when it has none.
+  int64_t at(uint32_t vertex) const {
+    if ((marked_[vertex / 64] >> (vertex % 64) & 1) == 0) return kFree;
+    return times_.at(vertex);
+  }
+  // No earlier than `time` from now on.
+  void raise(uint32_t vertex, int64_t time) {
+    marked_[vertex / 64] |= uint64_t{1} << (vertex % 64);
+    auto [it, inserted] = times_.try_emplace(vertex, time);
+    if (!inserted && time > it->second) it->second = time;
+  }
+
+ private:
+  std::vector<uint64_t> marked_;
+  std::unordered_map<uint32_t, int64_t> times_;
+};
+
 struct Changes {
   std::vector<int64_t> work;       // per node
   std::vector<uint8_t> edge_off;   // per edge
-  std::vector<int64_t> floor;      // per vertex: no earlier than this (min() when free)
+  Floors floor;                    // per vertex: no earlier than this
 };
 
 Changes apply_fixes(const Graph& graph, const std::vector<Fix>& fixes);

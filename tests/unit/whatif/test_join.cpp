@@ -40,17 +40,17 @@ std::vector<uint32_t> collective_nodes(const whatif::Graph& graph) {
 Checked check_join(const whatif::Graph& graph, const std::vector<whatif::Fix>& fixes) {
   Checked out;
   const std::vector<uint32_t> nodes = collective_nodes(graph);
-  const whatif::ReplayResult replayed = whatif::replay(graph, fixes, false);
+  const whatif::ReplayResult replayed = whatif::replay(graph, fixes, whatif::PathDetail::None);
   const whatif::JoinModel model = whatif::join_model(graph, nodes, fixes);
   std::vector<int64_t> ends;
-  for (uint32_t n : nodes) ends.push_back(replayed.end_ns[n]);
+  for (uint32_t n : nodes) ends.push_back(replayed.end_ns(n));
   REQUIRE(model.arrival.size() == nodes.size());
   CHECK(model.exact);  // its own self-check agrees
   for (size_t c = 0; c < nodes.size(); ++c) {
     const int64_t at = model.arrival[c].at(ends);
     ++out.collectives;
-    if (at == replayed.start_ns[nodes[c]]) ++out.exact;
-    if (at > replayed.start_ns[nodes[c]]) ++out.above;
+    if (at == replayed.start_ns(nodes[c])) ++out.exact;
+    if (at > replayed.start_ns(nodes[c])) ++out.above;
   }
   return out;
 }

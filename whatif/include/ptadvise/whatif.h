@@ -190,14 +190,23 @@ struct ReplayResult {
   size_t steady_steps = 0;      // steady steps replayed
   std::array<double, kCategoryCount> critical_ms{};  // per steady step, by category
   std::vector<CriticalItem> critical_top;            // largest first
-  std::vector<CriticalSegment> critical_path;        // steady steps, in time order
-  std::vector<int64_t> start_ns, end_ns;             // per node, replayed
+  std::vector<CriticalSegment> critical_path;        // steady steps, in time order (PathDetail::Pieces)
+  std::vector<int64_t> vertex_ns;                    // per vertex (Graph's numbering), replayed
   size_t unordered = 0;  // vertices left in a dependency cycle (replayed in measured order)
+  int64_t start_ns(uint32_t node) const { return vertex_ns[2 * size_t{node}]; }
+  int64_t end_ns(uint32_t node) const { return vertex_ns[2 * size_t{node} + 1]; }
+};
+
+// How much of the critical path a replay keeps. The pieces cost 32 bytes each (a trace of 200k events
+// has 500k of them), and only a drawing of the path (`check --annotate`) needs them.
+enum class PathDetail : uint8_t {
+  None,    // the periods and replayed times only
+  Totals,  // and critical_ms, critical_top
+  Pieces,  // and critical_path
 };
 
 // Replays the graph with the fixes applied (none: the unchanged graph). Linear in nodes and edges.
-// `with_path` fills the critical path and its shares.
-ReplayResult replay(const Graph& graph, const std::vector<Fix>& fixes = {}, bool with_path = true);
+ReplayResult replay(const Graph& graph, const std::vector<Fix>& fixes = {}, PathDetail path = PathDetail::Totals);
 
 // Measured, replayed, and why they differ when they differ by more than 3% (empty otherwise).
 std::string replay_discrepancy(const Graph& graph, const ReplayResult& result);
