@@ -177,16 +177,16 @@ std::string_view edge_label(EdgeKind kind, Category category) {
   return "(gap)";
 }
 
-// Walks the binding dependencies back from `vertex` (reached at `until`) to time `from`, appending the
-// pieces in time order: a node's own time in its category, an edge's delay in the edge's.
+// Walks the binding dependencies back from `vertex` (reached at `until`) to time `from`, giving `take` the
+// pieces latest first: a node's own time in its category, an edge's delay in the edge's.
+template <typename Take>
 void walk_back(const Graph& g, const Schedule& s, uint32_t vertex, int64_t until, int64_t from, uint32_t step,
-               std::vector<CriticalSegment>& out) {
-  const size_t first = out.size();
+               Take&& take) {
   int64_t t = until;
   auto add = [&](uint32_t node, EdgeKind via, Category category, int64_t start) {
     start = std::max(start, from);
     if (start >= t) return;
-    out.push_back({node, step, start, t, category, via});
+    take(CriticalSegment{node, step, start, t, category, via});
     t = start;
   };
   for (size_t guard = 0; t > from && vertex != kNone && guard <= s.time.size(); ++guard) {
@@ -205,7 +205,6 @@ void walk_back(const Graph& g, const Schedule& s, uint32_t vertex, int64_t until
       break;
     }
   }
-  std::reverse(out.begin() + static_cast<std::ptrdiff_t>(first), out.end());
 }
 
 void critical_path(const Graph& g, const Schedule& s, const StepTimes& st, bool keep_pieces, ReplayResult& result) {
@@ -248,9 +247,9 @@ void critical_path(const Graph& g, const Schedule& s, const StepTimes& st, bool 
       until = latest;
     }
     if (vertex == kNone) continue;
-    std::vector<CriticalSegment> pieces;
-    walk_back(g, s, vertex, until, until - length, static_cast<uint32_t>(k), pieces);
-    for (const CriticalSegment& piece : pieces) {
+    // A step's path can hold most of its nodes (one long step of an inference trace): its pieces are
+    // summed as the walk meets them, and stored only when kept.
+    auto tally = [&](const CriticalSegment& piece) {
       const int64_t d = piece.end_ns - piece.start_ns;
       by_category[static_cast<size_t>(piece.category)] += d;
       uint64_t what = kEdgeLabel | static_cast<uint64_t>(piece.via);
@@ -259,8 +258,18 @@ void critical_path(const Graph& g, const Schedule& s, const StepTimes& st, bool 
         what = e != kNone ? uint64_t{tl.events.name[e]} : kHostGap;
       }
       by_key[what << 8 | static_cast<uint64_t>(piece.category)] += d;
+    };
+    if (!keep_pieces) {
+      walk_back(g, s, vertex, until, until - length, static_cast<uint32_t>(k), tally);
+      continue;
     }
-    if (keep_pieces) result.critical_path.insert(result.critical_path.end(), pieces.begin(), pieces.end());
+    std::vector<CriticalSegment>& path = result.critical_path;
+    const size_t first = path.size();
+    walk_back(g, s, vertex, until, until - length, static_cast<uint32_t>(k), [&](const CriticalSegment& piece) {
+      tally(piece);
+      path.push_back(piece);
+    });
+    std::reverse(path.begin() + static_cast<std::ptrdiff_t>(first), path.end());  // in time order
   }
   const double steps = static_cast<double>(std::max<size_t>(1, result.steady_steps));
   for (size_t c = 0; c < kCategoryCount; ++c) result.critical_ms[c] = static_cast<double>(by_category[c]) / 1e6 / steps;

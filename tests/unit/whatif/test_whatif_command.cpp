@@ -234,7 +234,18 @@ TEST_CASE("predictions: the critical path's spans, with their events' names, onl
   CHECK(whatif.base().critical_path.empty());
   const whatif::ReplayResult pieces = whatif::replay(whatif.graph(), {}, whatif::PathDetail::Pieces);
   REQUIRE(with_spans.critical_path.size() == pieces.critical_path.size());
+  // Summed as the walk goes or from the kept pieces: the same shares and items.
   CHECK(pieces.critical_ms == whatif.base().critical_ms);
+  REQUIRE(pieces.critical_top.size() == whatif.base().critical_top.size());
+  for (size_t i = 0; i < pieces.critical_top.size(); ++i) {
+    CHECK(pieces.critical_top[i].name == whatif.base().critical_top[i].name);
+    CHECK(pieces.critical_top[i].ms_per_step == whatif.base().critical_top[i].ms_per_step);
+  }
+  // The pieces of each step come in time order, one after the other.
+  for (size_t i = 1; i < pieces.critical_path.size(); ++i) {
+    if (pieces.critical_path[i].step != pieces.critical_path[i - 1].step) continue;
+    CHECK(pieces.critical_path[i].start_ns == pieces.critical_path[i - 1].end_ns);
+  }
   REQUIRE(!with_spans.critical_path.empty());
   CHECK(without.critical_path.empty());
   // Everything else is the same.
