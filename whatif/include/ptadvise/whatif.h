@@ -198,7 +198,7 @@ struct ReplayResult {
 };
 
 // How much of the critical path a replay keeps. The pieces cost 32 bytes each (a trace of 200k events
-// has 500k of them), and only a drawing of the path (`check --annotate`) needs them.
+// has hundreds of thousands), and only a drawing of the path (`check --annotate`) needs them.
 enum class PathDetail : uint8_t {
   None,    // the periods and replayed times only
   Totals,  // and critical_ms, critical_top
