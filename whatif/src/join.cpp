@@ -116,7 +116,7 @@ JoinModel build_model(const Graph& g, const std::vector<uint32_t>& collectives, 
       const int64_t candidate = free[edge.from] + edge.delay_ns;
       t = t == kUnset ? candidate : std::max(t, candidate);
     }
-    if (const int64_t floor = changes.floor.at(v); floor != kUnset) t = t == kUnset ? floor : std::max(t, floor);
+    if (const int64_t floor = changes.floor.at(v); floor != Floors::kFree) t = t == kUnset ? floor : std::max(t, floor);
     if (t == kUnset && !bound) {
       const bool freed = v % 2 == 0 && g.incoming[v + 1] > g.incoming[v];
       t = freed ? origin : v % 2 == 0 ? node.start_ns : node.start_ns + node.dur_ns;

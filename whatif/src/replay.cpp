@@ -53,7 +53,7 @@ Schedule schedule(const Graph& g, const Changes& changes, bool with_binders) {
         binder = e;
       }
     }
-    if (const int64_t floor = changes.floor.at(v); floor != kUnset && (t == kUnset || floor > t)) {
+    if (const int64_t floor = changes.floor.at(v); floor != Floors::kFree && (t == kUnset || floor > t)) {
       t = floor;
       binder = kNone;
     }
