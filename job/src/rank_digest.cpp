@@ -56,8 +56,9 @@ int64_t first_tensor_elements(std::string_view dims) {
       }
     }
     if (!digits) return 0;
+    // Checked before it is formed: a product of two hostile dims must not overflow.
+    if (value != 0 && product > (int64_t{1} << 50) / value) return 0;
     product *= value;
-    if (product > (int64_t{1} << 50)) return 0;
     if (comma == std::string_view::npos) break;
     pos = comma + 1;
   }
@@ -71,6 +72,14 @@ std::string first_type(std::string_view types) {
   size_t e = types.find('"', q + 1);
   if (e == std::string_view::npos) return {};
   return std::string(types.substr(q + 1, e - q - 1));
+}
+
+// A message's bytes from its element count; 0 (unknown) for a negative count or one no real message has
+// (past 2^50 bytes, a petabyte), never an overflowed product.
+int64_t message_bytes(int64_t elements, int64_t element_bytes) {
+  constexpr int64_t kMaxBytes = int64_t{1} << 50;
+  if (elements <= 0 || element_bytes <= 0 || elements > kMaxBytes / element_bytes) return 0;
+  return elements * element_bytes;
 }
 
 struct Metadata {
@@ -108,12 +117,12 @@ void read_metadata(const Timeline& timeline, EventIndex e, Metadata& meta) {
     auto in = timeline.arg_int(e, "In msg nelems");
     auto out = timeline.arg_int(e, "Out msg nelems");
     if (element > 0 && (in || out)) {
-      meta.in_bytes = std::max<int64_t>(in.value_or(0), 0) * element;
-      meta.out_bytes = std::max<int64_t>(out.value_or(0), 0) * element;
+      meta.in_bytes = message_bytes(in.value_or(0), element);
+      meta.out_bytes = message_bytes(out.value_or(0), element);
     } else if (auto dims = timeline.arg_string(e, "Input Dims")) {
       auto types = timeline.arg_string(e, "Input type");
       int64_t size = types ? dtype_bytes(first_type(*types)) : 0;
-      meta.in_bytes = first_tensor_elements(*dims) * size;
+      meta.in_bytes = message_bytes(first_tensor_elements(*dims), size);
     }
   }
 }
@@ -363,7 +372,7 @@ struct Builder {
       call.group_size = meta.group_size;
       int64_t bytes = std::max(meta.in_bytes, meta.out_bytes);
       if (call.type == CollectiveType::AllGather && meta.out_bytes == 0 && meta.group_size > 1) {
-        bytes = meta.in_bytes * meta.group_size;  // only the shard is known: the gathered size is n shards
+        bytes = message_bytes(meta.in_bytes, meta.group_size);  // only the shard is known: the gathered size is n shards
       }
       call.bytes = bytes;
       call.on_device = events.kind[i] == EventKind::Kernel;

@@ -69,6 +69,46 @@ TEST_CASE("job: nccl-tests bus bandwidth factors") {
 
 // testdata/make_job_traces.py: 4 steps of 200 ms; compute 10..110 ms; the all-reduce (256 MiB) runs 60..160 on
 // rank 0 and 80..160 on rank 1, whose clock is 5 s ahead.
+// Message sizes come from the trace's own numbers: element counts and dims no real message has must give
+// "unknown" (0), never a product that overflowed into a wrapped (or, under UBSan, undefined) value.
+TEST_CASE("job: hostile message sizes are unknown, not overflowed") {
+  std::string trace =
+      R"({"schemaVersion":1,"distributedInfo":{"backend":"nccl","rank":0,"world_size":2},"traceEvents":[)";
+  struct Call {
+    const char* name;
+    const char* args;
+  };
+  const Call calls[] = {
+      {"allreduce", R"("In msg nelems":1024,"Out msg nelems":1024,"dtype":"Float")"},
+      {"allreduce", R"("In msg nelems":3000000000000000000,"Out msg nelems":3000000000000000000,"dtype":"Float")"},
+      {"allreduce", R"("Input Dims":[[1099511627775,9000000]],"Input type":["float"])"},
+      {"allgather", R"("In msg nelems":200000000000000,"dtype":"Float","Group size":1000000)"},
+  };
+  for (int step = 0; step < 2; ++step) {
+    const int64_t t0 = 1000000 + step * 10000;
+    trace += (step ? "," : "") + std::string(R"({"ph":"X","cat":"user_annotation","name":"ProfilerStep#)") +
+             std::to_string(step + 1) + R"(","pid":1,"tid":1,"ts":)" + std::to_string(t0) + R"(,"dur":9999})";
+    for (int c = 0; c < 4; ++c) {
+      trace += R"(,{"ph":"X","cat":"kernel","name":"ncclDevKernel_)" + std::string(c == 3 ? "AllGather" : "AllReduce") +
+               R"(_Sum_f32_RING_LL","pid":0,"tid":20,"ts":)" +
+               std::to_string(t0 + 100 + c * 2000) + R"(,"dur":1000,"args":{"device":0,"stream":20,"correlation":)" +
+               std::to_string(step * 10 + c + 1) + R"(,"Collective name":")" + calls[c].name +
+               R"(","Process Group Name":"0",)" + calls[c].args + "}}";
+    }
+  }
+  trace += "]}";
+  auto loaded = ptadvise::load_trace_bytes(trace, "hostile_sizes.json");
+  REQUIRE(std::holds_alternative<ptadvise::Timeline>(loaded));
+  ptadvise::Timeline timeline = std::move(std::get<ptadvise::Timeline>(loaded));
+  ptadvise::Analysis analysis = ptadvise::analyze(timeline);
+  const ptadvise::RankDigest digest = ptadvise::make_digest(analysis, {});
+  REQUIRE(digest.collectives.size() == 8);
+  for (size_t i = 0; i < digest.collectives.size(); ++i) {
+    CAPTURE(i);
+    CHECK(digest.collectives[i].bytes == (i % 4 == 0 ? 4096 : 0));
+  }
+}
+
 TEST_CASE("job: per-rank figures of the hand-built ranks are exact") {
   auto digests = digests_of({kSkewed});
   REQUIRE(digests.size() == 2);
