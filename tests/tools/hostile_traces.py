@@ -10,8 +10,9 @@ Each seed gives the same trace on every machine (Python's `random` with that see
 
     python3 tests/tools/hostile_traces.py PTADVISE [--traces A:B] [--jobs A:B] [--keep DIR]
 
-runs every trace of seeds A..B-1 through `check` (json, sarif with --annotate), `summary`, `whatif` and
-`report`, and every job of seeds A..B-1 (2 to 4 ranks in one directory) through `check DIR` with
+runs every trace of seeds A..B-1 through `check` (json; sarif with --annotate; github writing a baseline,
+junit reading it; markdown --verbose), `summary`, `whatif`, `report` and `diff` against the previous seed's
+trace, and every job of seeds A..B-1 (2 to 4 ranks in one directory) through `check DIR` with
 `--digest-out`, then `merge` on the digests. Any exit other than 0, 1 (findings) or 2 (input error) fails —
 a signal, 4 (internal error), 86 (a sanitizer report in a sanitizer build: the ctest entry
 `hostile_traces` runs against build-asan's ptadvise under SANITIZE=1) — and so does a command running past
@@ -213,20 +214,32 @@ def main():
             shutil.copy(path, keep)
         print("FAIL %s: %s (kept in %s)" % (what, problem, keep), flush=True)
 
+    previous = None
     for seed in options.traces:
         trace = os.path.join(work, "trace%d.json" % seed)
         write(make_trace(seed), trace)
         annotated = os.path.join(work, "annotated.json")
+        baseline = os.path.join(work, "baseline.yaml")
         commands = [["check", "--exit-zero", "--format", "json", trace],
                     ["check", "--exit-zero", "--format", "sarif", "--annotate", annotated, trace],
+                    ["check", "--exit-zero", "--format", "github", "--write-baseline", baseline, trace],
+                    ["check", "--exit-zero", "--format", "junit", "--baseline", baseline, trace],
+                    ["check", "--exit-zero", "--format", "markdown", "--verbose", trace],
                     ["summary", "--format", "json", trace],
                     ["whatif", "--format", "json", trace],
                     ["report", "-o", os.path.join(work, "report.html"), trace]]
+        if previous:
+            commands.append(["diff", "--format", "json", previous, trace])
         for args in commands:
             problem = run(options.binary, args, options.timeout)
             if problem:
                 report("trace seed %d, ptadvise %s" % (seed, " ".join(args[:-1])), problem, [trace])
-        os.remove(trace)
+        for scratch in (annotated, baseline):
+            if os.path.exists(scratch):
+                os.remove(scratch)
+        if previous:
+            os.remove(previous)
+        previous = trace
     for seed in options.jobs:
         job = os.path.join(work, "job%d" % seed)
         os.makedirs(job)
