@@ -77,6 +77,10 @@ def make_trace(seed, rank=None, world=None):
     streams = [v.pick(7, 13, 0, 20, -1, 2**40) for _ in range(r.randint(1, 4))]
     span = v.pick(1e3, 1e5, 1e6, 1e7, 1e9)
     base = v.pick(0, 1e6, 1.7e15, 1.7e15, 9.2e12) if r.random() < 0.97 else v.pick(1e16, 9.2e15)
+    # Now and then a run of decades: every time and duration a valid one (under 2^61 ns), their sums not.
+    long_events = r.random() < 0.15
+    if long_events:
+        span, base = 1e15, v.pick(0, 1e3)
     events = []
     steps = r.randint(0, 12)
     step_len = span / max(1, steps)
@@ -90,6 +94,8 @@ def make_trace(seed, rank=None, world=None):
     for _ in range(r.randint(1, v.pick(50, 500, 3000))):
         start = base + r.uniform(-0.05, 1.05) * span
         dur = v.number(0, span / v.pick(10, 100, 1000, 1e5), 0.03)
+        if long_events and r.random() < 0.3:
+            dur = r.uniform(0.1, 1.0) * span
         pid, tid = r.choice(pids), r.choice(tids)
         kind = r.random()
         if kind < 0.35:

@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <new>
@@ -184,6 +185,78 @@ void TraceParser::merge(EventChunk chunk) {
   }
 }
 
+std::optional<std::string> TraceParser::bound_times() {
+  Events& events = timeline_.events;
+  const size_t count = events.size();
+  if (count == 0) return std::nullopt;
+  // The median start of up to 65,536 evenly spread events: a stray clock cannot move it.
+  std::vector<int64_t> sample;
+  const size_t stride = std::max<size_t>(1, count / 65536);
+  sample.reserve(count / stride + 1);
+  for (size_t e = 0; e < count; e += stride) sample.push_back(events.ts_ns[e]);
+  auto middle = sample.begin() + static_cast<std::ptrdiff_t>(sample.size() / 2);
+  std::nth_element(sample.begin(), middle, sample.end());
+  const int64_t low = *middle - kMaxDistanceNs, high = *middle + kMaxDistanceNs;
+  auto near = [&](size_t e) { return events.ts_ns[e] >= low && events.end_ns(e) <= high; };
+  size_t kept = 0;
+  std::string first_far;
+  for (size_t e = 0; e < count; ++e) {
+    if (!near(e)) {
+      if (first_far.empty()) {
+        char at[80];
+        std::snprintf(at, sizeof at, " at ts %.3f us", static_cast<double>(events.ts_ns[e]) / 1e3);
+        const std::string_view name = timeline_.strings.view(events.name[e]);
+        first_far = "\"" + std::string(name.substr(0, 80)) + (name.size() > 80 ? "...\"" : "\"") + at;
+      }
+      continue;
+    }
+    if (kept != e) {
+      events.ts_ns[kept] = events.ts_ns[e];
+      events.dur_ns[kept] = events.dur_ns[e];
+      events.kind[kept] = events.kind[e];
+      events.name[kept] = events.name[e];
+      events.category[kept] = events.category[e];
+      events.track[kept] = events.track[e];
+      events.correlation[kept] = events.correlation[e];
+      events.external_id[kept] = events.external_id[e];
+      events.args_offset[kept] = events.args_offset[e];
+      events.args_length[kept] = events.args_length[e];
+    }
+    ++kept;
+  }
+  if (kept < count) {
+    timeline_.stats.malformed_events += count - kept;
+    if (first_malformed_.empty()) {
+      first_malformed_ = first_far + ", more than " + std::to_string(kMaxDistanceNs / 3'600'000'000'000) +
+                         " hours from the median time of the trace's events";
+    }
+    for (auto* column : {&events.ts_ns, &events.dur_ns, &events.correlation, &events.external_id}) column->resize(kept);
+    events.kind.resize(kept);
+    events.name.resize(kept);
+    events.category.resize(kept);
+    events.track.resize(kept);
+    events.args_offset.resize(kept);
+    events.args_length.resize(kept);
+  }
+  // Every duration is below 2^47 ns here, so the sum stops short of any overflow once it passes the bound.
+  int64_t total = 0;
+  for (int64_t dur : events.dur_ns) {
+    total += dur;
+    if (total > kMaxTotalDurationNs) break;
+  }
+  if (total > kMaxTotalDurationNs) {
+    double all = 0;  // the whole sum, for the message (a double does not overflow)
+    for (int64_t dur : events.dur_ns) all += static_cast<double>(dur);
+    const double days = all / 86'400e9;
+    char text[200];
+    std::snprintf(text, sizeof text,
+                  "the events' durations add up to %.0f days (more than %.0f): not the trace of a run, not analysed",
+                  days, static_cast<double>(kMaxTotalDurationNs) / 86'400e9);
+    return label_ + ": " + text;
+  }
+  return std::nullopt;
+}
+
 void TraceParser::finish() {
   Events& events = timeline_.events;
   int64_t min_ts = 0, max_ts = 0;
@@ -271,6 +344,11 @@ std::variant<Timeline, LoadError> TraceParser::run(const LoadOptions& options) {
     return LoadError{label_ + ": the trace has no events"};
   }
   if (events.size() == 0 && stats.malformed_events == stats.events_seen) {
+    return LoadError{label_ + ": " + first_malformed_ + " (none of the " + with_commas(stats.events_seen) +
+                     " entries of the event list is a usable event: is this a PyTorch profiler trace?)"};
+  }
+  if (auto problem = bound_times()) return LoadError{*problem};
+  if (events.size() == 0) {
     return LoadError{label_ + ": " + first_malformed_ + " (none of the " + with_commas(stats.events_seen) +
                      " entries of the event list is a usable event: is this a PyTorch profiler trace?)"};
   }

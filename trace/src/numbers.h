@@ -22,8 +22,14 @@ inline std::string with_commas(uint64_t value) {
   return out;
 }
 
-// Timestamps beyond ±2^61 ns (73 years) are rejected so that differences and sums never overflow.
+// Timestamps beyond ±2^61 ns (73 years) are rejected so that a difference of two never overflows.
 inline constexpr int64_t kMaxTimeNs = int64_t{1} << 61;
+// Sums over many events need more: an event starting or ending further than 2^46 ns (19.5 hours) from the
+// median time of the trace's events is malformed (no profile spans days; a stray clock does), and the
+// durations of all events together may not pass 2^54 ns (208 days). Then any sum of durations, and any
+// sum of per-thread or per-device spans over up to 2^16 threads or devices, stays below 2^63.
+inline constexpr int64_t kMaxDistanceNs = int64_t{1} << 46;
+inline constexpr int64_t kMaxTotalDurationNs = int64_t{1} << 54;
 
 // Strips trailing whitespace and, when present, the quotes of a string token ("123.456" is accepted
 // where a number is expected). Returns false for an unterminated string.

@@ -46,6 +46,9 @@ class TraceParser {
   void merge(EventChunk chunk);
   void warn(std::string message) { timeline_.stats.warnings.push_back(label_ + ": " + std::move(message)); }
   std::string at(size_t offset) const { return label_ + ": byte " + std::to_string(offset) + ": "; }
+  // Events far from the bulk of the trace's times are dropped as malformed; an error when the rest last
+  // longer together than any run (numbers.h: kMaxDistanceNs, kMaxTotalDurationNs).
+  std::optional<std::string> bound_times();
   void finish();
   void report_bytes(size_t pos);
   // Incremental reads: bytes up to `end` (at least) are read; fill_all() reads the rest of the file, for

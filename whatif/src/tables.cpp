@@ -107,7 +107,7 @@ MemoryUse memory_use(const Analysis& analysis) {
     if (ev.kind[i] != EventKind::MemoryInstant || !analysis.is_steady(analysis.event_step[i])) continue;
     if (tl.arg_int(i, "Device Type").value_or(-1) != 1) continue;  // 1: CUDA (0 is the host)
     auto allocated = tl.arg_int(i, "Total Allocated");
-    if (!allocated) continue;
+    if (!allocated || *allocated < 0) continue;  // a negative total is no allocation
     const int64_t id = tl.arg_int(i, "Device Id").value_or(0);
     if (device < 0) device = id;
     if (id != device) continue;  // the first device the trace allocates on (one GPU per process)
@@ -125,7 +125,7 @@ MemoryUse memory_use(const Analysis& analysis) {
 double batch_headroom(const MemoryUse& use, double target) {
   if (!use.known()) return 1.0;
   const double room = target * static_cast<double>(use.device_bytes) - static_cast<double>(use.held);
-  const double per_batch = static_cast<double>(use.peak - use.held);
+  const double per_batch = static_cast<double>(use.peak) - static_cast<double>(use.held);
   double factor = 1.0;
   while (factor < 1024 && use.held + 2 * factor * per_batch <= use.held + room) factor *= 2;
   return factor;

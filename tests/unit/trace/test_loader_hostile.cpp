@@ -248,6 +248,41 @@ TEST_CASE("hostile: baseTimeNanoseconds near the int64 limit never overflows abs
   CHECK(warned);
 }
 
+TEST_CASE("hostile: an event far from the rest of the trace is malformed, the others are kept in order") {
+  // Each time is a valid one (under 2^61 ns); a stray clock puts one event 60 years before the others.
+  TraceBuilder trace;
+  trace.cpu_op("a", 1.7e15, 5);
+  trace.cpu_op("stray", 1000, 5);
+  trace.cpu_op("b", 1.7e15 + 10, 5);
+  trace.cpu_op("late", 1.7e15 + 20, 1e11);  // ends 28 hours after the others: far too
+  trace.kernel("k", 1.7e15 + 12, 3, 7);
+  Timeline timeline = trace.load();
+  REQUIRE(timeline.events.size() == 3);
+  CHECK(timeline.name(0) == "a");
+  CHECK(timeline.name(1) == "b");
+  CHECK(timeline.name(2) == "k");
+  CHECK(timeline.events.ts_ns[2] == 12'000);
+  CHECK(timeline.events.correlation[2] == 7);
+  CHECK(timeline.stats.malformed_events == 2);
+  bool warned = false;
+  for (const auto& warning : timeline.stats.warnings) {
+    warned = warned || warning.find("skipped 2 malformed events (first at \"stray\" at ts 1000.000 us, more than 19 "
+                                    "hours from the median time") != std::string::npos;
+  }
+  CHECK(warned);
+}
+
+TEST_CASE("hostile: events lasting longer together than any run are refused, not summed past int64") {
+  // 2,000 ops of 18 hours each (every one a valid duration and time): 1,500 days together. Sums over them (the
+  // union of a selection per thread, totals per name) used to overflow int64.
+  TraceBuilder trace;
+  for (int i = 0; i < 2000; ++i) trace.cpu_op("op", 1.7e15 + i, 18 * 3600e6, "", 1 + i % 50);
+  auto result = ptadvise::load_trace_bytes(trace.json(), "long.json");
+  REQUIRE(std::holds_alternative<LoadError>(result));
+  CHECK(std::get<LoadError>(result).message ==
+        "long.json: the events' durations add up to 1500 days (more than 208): not the trace of a run, not analysed");
+}
+
 TEST_CASE("hostile: a file truncated after loading never kills the process (no SIGBUS)") {
   const std::string path = temp_path("truncate.json");
   TraceBuilder trace;
