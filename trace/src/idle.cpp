@@ -6,12 +6,14 @@
 #include <cstdio>
 #include <limits>
 #include <mutex>
+#include <new>
 #include <unordered_map>
 #include <unordered_set>
 #include <vector>
 
 #include "host_pieces.h"
 #include "parallel.h"
+#include "ptadvise/io.h"
 
 namespace ptadvise::detail {
 
@@ -58,6 +60,14 @@ class LedgerBuilder {
 
   // Where the gaps charged from now on go.
   void charge_into(std::vector<IdleGap>& ledger) { ledger_ = &ledger; }
+
+  // The ledger entries all builders may make together. Entries are counted in batches: a trace whose
+  // ledger would not fit (thousands of GPUs idle through every host event: devices x host events) ends
+  // in std::bad_alloc — one line and exit 2 — before the system runs out and kills the process.
+  void limit_entries(std::atomic<size_t>& made, size_t limit) {
+    made_ = &made;
+    limit_ = limit;
+  }
 
   static void make_inputs(const Timeline& timeline, const NameClasses& names, const Analysis& analysis,
                           LedgerInputs& made) {
@@ -368,6 +378,10 @@ class LedgerBuilder {
     gap.culprit = culprit;
     gap.launching = launching;
     gap.queues_work = queues_work;
+    if (++unsaid_ == kBatch) {
+      unsaid_ = 0;
+      if (made_ != nullptr && made_->fetch_add(kBatch) + kBatch > limit_) throw std::bad_alloc();
+    }
     ledger.push_back(gap);
   }
 
@@ -381,6 +395,10 @@ class LedgerBuilder {
   const std::vector<uint8_t>& launching_;
   const std::vector<std::vector<Interval>>& capture_;
   std::vector<IdleGap>* ledger_ = nullptr;
+  static constexpr size_t kBatch = 4096;
+  std::atomic<size_t>* made_ = nullptr;  // entries counted by every builder
+  size_t limit_ = std::numeric_limits<size_t>::max();
+  size_t unsaid_ = 0;  // entries this builder made since it last counted
   std::vector<Piece> pieces_;
   std::unordered_map<EventIndex, bool> waits_;            // per blocking call: waits_for_traced_work
   std::vector<uint8_t> in_capture_;                       // per piece: inside a capture stretch
@@ -418,8 +436,14 @@ void build_idle_ledger(const Timeline& timeline, const NameClasses& names, Analy
     for (uint32_t s = 0; s < windows; s += kStepsPerRun) runs.push_back({d, s, std::min(windows, s + kStepsPerRun), {}});
   }
   std::atomic<size_t> next_run{0};
+  // A quarter of the memory still available for the entries: the lists grow by doubling, and are copied
+  // into one at the end.
+  const size_t available = available_memory();
+  const size_t entry_limit = available == SIZE_MAX ? SIZE_MAX : available / 4 / sizeof(IdleGap);
+  std::atomic<size_t> entries_made{0};
   auto charge_runs = [&] {
     LedgerBuilder builder(timeline, names, analysis, inputs);
+    builder.limit_entries(entries_made, entry_limit);
     for (size_t r = next_run++; r < runs.size(); r = next_run++) {
       Run& run = runs[r];
       builder.charge_into(run.gaps);

@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <new>
 #include <string>
 
 #include "ptadvise/analysis.h"
@@ -281,6 +282,24 @@ TEST_CASE("hostile: events lasting longer together than any run are refused, not
   REQUIRE(std::holds_alternative<LoadError>(result));
   CHECK(std::get<LoadError>(result).message ==
         "long.json: the events' durations add up to 1500 days (more than 208): not the trace of a run, not analysed");
+}
+
+TEST_CASE("hostile: a ledger of devices x host events beyond the memory budget is refused, not allocated") {
+  // 1,000 GPUs, each running one kernel in a step of 2,000 host launches: every device idles through the
+  // whole step, so the idle ledger holds about devices x host events entries (4 M, 160 MB). Past a
+  // quarter of the memory available it stops with std::bad_alloc (one line and exit 2 in the CLI) instead
+  // of growing until the system kills the process (70,000 GPUs took 24 GB before).
+  TraceBuilder trace;
+  trace.annotation("ProfilerStep#1", 1000, 5000);
+  trace.annotation("ProfilerStep#2", 6000, 5000);
+  for (int d = 0; d < 1000; ++d) trace.kernel("k", 1001 + d * 2, 0.5, d + 1, d);
+  for (int i = 0; i < 2000; ++i) trace.runtime("cudaLaunchKernel", 1000.5 + i * 2.4, 0.4, i < 1000 ? i + 1 : 5000 + i);
+  Timeline timeline = trace.load();
+  {
+    ScopedEnv limit("PTADVISE_MEMORY_LIMIT", "64MiB");
+    CHECK_THROWS_AS((void)ptadvise::analyze(timeline), std::bad_alloc);
+  }
+  CHECK(ptadvise::analyze(timeline).idle.size() > 1'000'000);  // within the budget it is built as before
 }
 
 TEST_CASE("hostile: a file truncated after loading never kills the process (no SIGBUS)") {
