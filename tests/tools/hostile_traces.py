@@ -6,7 +6,8 @@ and the printers. This generator writes traces that parse — steps, CPU ops, la
 syncs, flows, memory events, metadata, device properties, several ranks — with the values a broken or
 hostile recorder writes: numbers at and past the int64 limits, 1e300, negative and zero durations, ids
 shared by many events, overlapping and unnested ops, steps out of order, control characters in names.
-Each seed gives the same trace on every machine (Python's `random` with that seed).
+Each seed gives the same trace on every machine (Python's `random` with that seed); every fifth is
+written gzip-compressed.
 
     python3 tests/tools/hostile_traces.py PTADVISE [--traces A:B] [--jobs A:B] [--keep DIR]
 
@@ -19,6 +20,7 @@ a signal, 4 (internal error), 86 (a sanitizer report in a sanitizer build: the c
 --timeout seconds. The failing inputs are kept in --keep (default: a temporary directory, printed).
 """
 import argparse
+import gzip
 import json
 import os
 import random
@@ -74,6 +76,8 @@ def make_trace(seed, rank=None, world=None):
     pids = [v.pick(0, 1, 12345, "host", -5, 2**40) for _ in range(r.randint(1, 3))]
     tids = [v.pick(0, 1, 7, 12345, "main", -3, 2**33) for _ in range(r.randint(1, 4))]
     devices = [v.pick(0, 1, 7, -1, 255, 2**31 - 1) for _ in range(r.randint(1, 3))]
+    if r.random() < 0.05:  # a trace of hundreds of GPUs (or a writer that put each kernel's id in `pid`)
+        devices = list(range(r.randint(50, 400)))
     streams = [v.pick(7, 13, 0, 20, -1, 2**40) for _ in range(r.randint(1, 4))]
     span = v.pick(1e3, 1e5, 1e6, 1e7, 1e9)
     base = v.pick(0, 1e6, 1.7e15, 1.7e15, 9.2e12) if r.random() < 0.97 else v.pick(1e16, 9.2e15)
@@ -177,7 +181,8 @@ def make_trace(seed, rank=None, world=None):
 
 
 def write(trace, path):
-    with open(path, "w", encoding="utf-8") as out:
+    opener = gzip.open if path.endswith(".gz") else open
+    with opener(path, "wt", encoding="utf-8") as out:
         json.dump(trace, out, allow_nan=False)
 
 
@@ -222,7 +227,7 @@ def main():
 
     previous = None
     for seed in options.traces:
-        trace = os.path.join(work, "trace%d.json" % seed)
+        trace = os.path.join(work, "trace%d.json%s" % (seed, ".gz" if seed % 5 == 4 else ""))
         write(make_trace(seed), trace)
         annotated = os.path.join(work, "annotated.json")
         baseline = os.path.join(work, "baseline.yaml")
