@@ -4,8 +4,11 @@
 #include <exception>
 #include <iostream>
 #include <new>
+#include <stdexcept>
+#include <string>
 
 #include "commands.h"
+#include "ptadvise/io.h"
 #include "ptadvise/visible_text.h"
 #include "usage.h"
 
@@ -59,6 +62,20 @@ constexpr char kOutOfMemory[] =
     "ptadvise: error: out of memory (the input needs more memory than this process may use; see "
     "PTADVISE_MEMORY_LIMIT in docs/TRACE_LOADING.md)\n";
 
+// An environment setting the program cannot use: an input error, said before any work (a mistyped
+// PTADVISE_MEMORY_LIMIT must not fall back to the measured budget unnoticed).
+struct EnvironmentError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+void check_environment() {
+  const char* limit = std::getenv("PTADVISE_MEMORY_LIMIT");
+  if (limit != nullptr && *limit != '\0' && !ptadvise::parse_byte_size(limit)) {
+    throw EnvironmentError("PTADVISE_MEMORY_LIMIT: expected a size such as 8GiB, 512MB or 1000000 (bytes), got '" +
+                           std::string(limit) + "'");
+  }
+}
+
 int run(int argc, char** argv) {
   using namespace ptadvise::cli;
   CLI::App app{
@@ -81,10 +98,14 @@ int run(int argc, char** argv) {
   add_whatif_command(app);
   add_merge_command(app);
   add_generate_commands(app);  // last: they describe the commands above
+  app.parse_complete_callback(check_environment);  // after --help and --version, before any command runs
   try {
     app.parse(argc, argv);
   } catch (const CLI::Success& e) {  // --help, --version
     return app.exit(e);
+  } catch (const EnvironmentError& e) {
+    print_error(e.what());
+    return kExitInputError;
   } catch (const CLI::ParseError& e) {
     // One line in the shape of every other error, with the probable intent, then where to read more.
     std::string message = unknown_argument(app, argc, argv);

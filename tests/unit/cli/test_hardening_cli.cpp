@@ -347,3 +347,17 @@ TEST_CASE("hardening cli: names and paths from a trace forge no CI log command a
     CHECK(problems_of(run) == "");
   }
 }
+
+TEST_CASE("hardening cli: a PTADVISE_MEMORY_LIMIT that is no size is an error, not the measured budget") {
+  for (const char* value : {"abc", "-1", "1e400", "8 GiBs"}) {
+    CAPTURE(value);
+    Run run = cli("check --exit-zero " + kScenario, std::string("PTADVISE_MEMORY_LIMIT=\"") + value + "\"");
+    CHECK(run.exit_code == 2);
+    CHECK(run.out.empty());
+    CHECK(run.err == std::string("ptadvise: error: PTADVISE_MEMORY_LIMIT: expected a size such as 8GiB, 512MB or "
+                                 "1000000 (bytes), got '") + value + "'\n");
+  }
+  // Read before any command runs, but not for --help and --version.
+  CHECK(cli("--version", "PTADVISE_MEMORY_LIMIT=abc").exit_code == 0);
+  CHECK(cli("check --exit-zero " + kScenario, "PTADVISE_MEMORY_LIMIT=8GiB").exit_code == 0);
+}
