@@ -372,7 +372,8 @@ struct Builder {
       call.group_size = meta.group_size;
       int64_t bytes = std::max(meta.in_bytes, meta.out_bytes);
       if (call.type == CollectiveType::AllGather && meta.out_bytes == 0 && meta.group_size > 1) {
-        bytes = message_bytes(meta.in_bytes, meta.group_size);  // only the shard is known: the gathered size is n shards
+        // Only the shard is known: the gathered size is n shards.
+        bytes = message_bytes(meta.in_bytes, meta.group_size);
       }
       call.bytes = bytes;
       call.on_device = events.kind[i] == EventKind::Kernel;
