@@ -343,15 +343,13 @@ std::variant<Timeline, LoadError> TraceParser::run(const LoadOptions& options) {
     if (list_cut_) return LoadError{label_ + ": file ends before the first complete event"};
     return LoadError{label_ + ": the trace has no events"};
   }
-  if (events.size() == 0 && stats.malformed_events == stats.events_seen) {
+  auto none_usable = [&] {
     return LoadError{label_ + ": " + first_malformed_ + " (none of the " + with_commas(stats.events_seen) +
                      " entries of the event list is a usable event: is this a PyTorch profiler trace?)"};
-  }
+  };
+  if (events.size() == 0 && stats.malformed_events == stats.events_seen) return none_usable();
   if (auto problem = bound_times()) return LoadError{*problem};
-  if (events.size() == 0) {
-    return LoadError{label_ + ": " + first_malformed_ + " (none of the " + with_commas(stats.events_seen) +
-                     " entries of the event list is a usable event: is this a PyTorch profiler trace?)"};
-  }
+  if (events.size() == 0) return none_usable();  // every event far from the others
   finish();
 
   if (keep_) {
