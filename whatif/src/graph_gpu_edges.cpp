@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <limits>
 #include <map>
+#include <unordered_map>
 
 #include "graph_builder.h"
 
@@ -43,6 +44,7 @@ void Builder::launch_edges() {
   std::vector<Pending> pending;
   std::map<int32_t, std::vector<int64_t>> latencies;
   std::map<int32_t, int64_t> smallest;
+  std::unordered_map<uint32_t, uint32_t> last_launched;  // per call launching more than one op
   for (const Lane& lane : g_.lanes) {
     if (!lane.gpu) continue;
     const int32_t device = tl_.tracks[lane.track].device;
@@ -67,9 +69,11 @@ void Builder::launch_edges() {
       if (g_.first_launched[call] == kNone) {
         g_.first_launched[call] = n;
       } else {
-        uint32_t tail = g_.first_launched[call];
-        while (g_.next_launched[tail] != kNone) tail = g_.next_launched[tail];
-        g_.next_launched[tail] = n;
+        // The list's last op, remembered for the calls that launch several (a graph launch, a copy split
+        // in parts; a trace that gives one correlation id to every launch): not walked to each time.
+        auto [tail, added] = last_launched.try_emplace(call, g_.first_launched[call]);
+        g_.next_launched[tail->second] = n;
+        tail->second = n;
       }
       const bool queued = k > 0 && launched_behind(lane.nodes[k - 1], call);
       const int64_t measured = node.start_ns - g_.nodes[call].start_ns;

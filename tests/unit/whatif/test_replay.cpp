@@ -450,3 +450,44 @@ TEST_CASE("whatif: an Intel GPU queue's finish is a host wait: a faster kernel s
   faster.events = all(timeline, "gemm_kernel");
   CHECK(whatif::replay(graph, {faster}).replayed_step_ms == doctest::Approx(0.070));
 }
+
+TEST_CASE("whatif: a call credited with 150,000 GPU ops lists them all, in lane order, in linear time") {
+  // A writer that gives every launch the same correlation id links every kernel to one call. The graph
+  // appended each op by walking the call's list to its end: 1e10 steps here (seconds; minutes under the
+  // sanitizers), now one step each.
+  const int ops = 150000;
+  testing::TraceBuilder trace(testing::Era::Kineto2023);
+  trace.annotation("ProfilerStep#1", 1000, 10.0 * ops);
+  trace.annotation("ProfilerStep#2", 1000 + 10.0 * ops, 10);
+  for (int i = 0; i < ops; ++i) {
+    const double t = 1001 + 10.0 * i;
+    trace.runtime("cudaLaunchKernel", t, 1, 1);
+    trace.kernel("k", t + 2, 2, 1, 0, 7 + i % 4);
+  }
+  Timeline timeline = trace.load();
+  Analysis analysis = analyze(timeline);
+  const whatif::Graph graph = whatif::build_graph(analysis);
+  uint32_t call = kNone;
+  size_t listed = 0, credited = 0;
+  std::vector<uint32_t> per_lane_last(graph.lanes.size(), kNone);
+  bool in_lane_order = true;
+  for (uint32_t n = 0; n < graph.nodes.size(); ++n) {
+    if (graph.first_launched[n] == kNone) continue;
+    CHECK(call == kNone);  // one call launched them all
+    call = n;
+    for (uint32_t op = graph.first_launched[n]; op != kNone; op = graph.next_launched[op]) {
+      ++listed;
+      credited += graph.launched_by[op] == n;
+      const uint32_t lane = graph.nodes[op].lane;
+      in_lane_order = in_lane_order && (per_lane_last[lane] == kNone || per_lane_last[lane] < op);
+      per_lane_last[lane] = op;
+    }
+  }
+  REQUIRE(call != kNone);
+  CHECK(in_lane_order);
+  size_t gpu_ops = 0;
+  for (const whatif::Node& node : graph.nodes) gpu_ops += node.kind == whatif::NodeKind::GpuOp;
+  CHECK(listed == gpu_ops);
+  CHECK(credited == listed);
+  CHECK(listed > 100000);
+}
