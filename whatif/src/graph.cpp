@@ -5,6 +5,7 @@
 #include <limits>
 
 #include "graph_builder.h"
+#include "ptadvise/io.h"
 
 namespace ptadvise::whatif::detail {
 
@@ -23,6 +24,9 @@ bool is_host_kind(EventKind kind) {
 }  // namespace
 
 void Builder::build() {
+  // An edge costs itself, its sorted copy (index_edges) and two index slots.
+  const size_t available = available_memory();
+  edge_limit_ = available == SIZE_MAX ? SIZE_MAX : available / 4 / (2 * sizeof(Edge) + 2 * sizeof(uint32_t));
   g_.analysis = &a_;
   g_.window = window_;
   g_.nodes.reserve(ev_.size() + ev_.size() / 2);

@@ -2,8 +2,10 @@
 // the edges between the host and the GPU; graph_threads.cpp: the edges between threads). Internal.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <map>
+#include <new>
 #include <optional>
 #include <unordered_map>
 #include <utility>
@@ -25,12 +27,16 @@ class Builder {
   void build();
 
  private:
+  size_t edge_limit_ = SIZE_MAX;  // set by build(): a quarter of the memory available
   uint32_t add_node(const Node& node) {
     g_.nodes.push_back(node);
     return static_cast<uint32_t>(g_.nodes.size() - 1);
   }
 
   void add_edge(uint32_t from_vertex, uint32_t to_vertex, int64_t delay, EdgeKind kind) {
+    // Edges are the one part of the graph not bounded by the events: a device-wide sync waits for every
+    // stream (100,000 syncs x 2,000 streams: 9 GB). Past the budget: std::bad_alloc, one line and exit 2.
+    if (g_.edges.size() >= edge_limit_) throw std::bad_alloc();
     g_.edges.push_back({from_vertex, to_vertex, delay, kind});
   }
 

@@ -2,6 +2,9 @@
 // for it with cudaStreamSynchronize; every figure below follows from the event times.
 #include <doctest/doctest.h>
 
+#include <cstdlib>
+#include <new>
+
 #include "ptadvise/analysis.h"
 #include "ptadvise/whatif.h"
 #include "trace_builder.h"
@@ -490,4 +493,20 @@ TEST_CASE("whatif: a call credited with 150,000 GPU ops lists them all, in lane 
   CHECK(listed == gpu_ops);
   CHECK(credited == listed);
   CHECK(listed > 100000);
+}
+
+TEST_CASE("whatif: edges beyond the memory budget are refused with std::bad_alloc, not allocated") {
+  // Every cudaDeviceSynchronize waits for the last op of every stream: 2,000 syncs x 200 streams make
+  // 400,000 edges (22 MB with their indexes). 100,000 syncs x 2,000 streams took 9 GB before.
+  testing::TraceBuilder trace(testing::Era::Kineto2023);
+  trace.annotation("ProfilerStep#1", 1000, 30000);
+  trace.annotation("ProfilerStep#2", 31000, 30000);
+  for (int s = 0; s < 200; ++s) trace.launch("k", 1001 + s, 0.5, 1001.6 + s, 0.2, 0, 7 + s);
+  for (int i = 0; i < 2000; ++i) trace.runtime("cudaDeviceSynchronize", 1300 + 10.0 * i, 5, trace.next_correlation());
+  Timeline timeline = trace.load();
+  Analysis analysis = analyze(timeline);
+  CHECK(whatif::build_graph(analysis).edges.size() > 400000);  // within the budget it is built as before
+  setenv("PTADVISE_MEMORY_LIMIT", "64MiB", 1);
+  CHECK_THROWS_AS((void)whatif::build_graph(analysis), std::bad_alloc);
+  unsetenv("PTADVISE_MEMORY_LIMIT");
 }
