@@ -185,6 +185,25 @@ void TraceParser::merge(EventChunk chunk) {
   }
 }
 
+namespace {
+
+// Calls `f` on each column the parser fills (parent and launch come later, from the link pass).
+template <class F>
+void for_each_parsed_column(Events& events, F&& f) {
+  f(events.ts_ns);
+  f(events.dur_ns);
+  f(events.kind);
+  f(events.name);
+  f(events.category);
+  f(events.track);
+  f(events.correlation);
+  f(events.external_id);
+  f(events.args_offset);
+  f(events.args_length);
+}
+
+}  // namespace
+
 std::optional<std::string> TraceParser::bound_times() {
   Events& events = timeline_.events;
   const size_t count = events.size();
@@ -210,18 +229,7 @@ std::optional<std::string> TraceParser::bound_times() {
       }
       continue;
     }
-    if (kept != e) {
-      events.ts_ns[kept] = events.ts_ns[e];
-      events.dur_ns[kept] = events.dur_ns[e];
-      events.kind[kept] = events.kind[e];
-      events.name[kept] = events.name[e];
-      events.category[kept] = events.category[e];
-      events.track[kept] = events.track[e];
-      events.correlation[kept] = events.correlation[e];
-      events.external_id[kept] = events.external_id[e];
-      events.args_offset[kept] = events.args_offset[e];
-      events.args_length[kept] = events.args_length[e];
-    }
+    if (kept != e) for_each_parsed_column(events, [kept, e](auto& column) { column[kept] = column[e]; });
     ++kept;
   }
   if (kept < count) {
@@ -230,13 +238,7 @@ std::optional<std::string> TraceParser::bound_times() {
       first_malformed_ = first_far + ", more than " + std::to_string(kMaxDistanceNs / 3'600'000'000'000) +
                          " hours from the median time of the trace's events";
     }
-    for (auto* column : {&events.ts_ns, &events.dur_ns, &events.correlation, &events.external_id}) column->resize(kept);
-    events.kind.resize(kept);
-    events.name.resize(kept);
-    events.category.resize(kept);
-    events.track.resize(kept);
-    events.args_offset.resize(kept);
-    events.args_length.resize(kept);
+    for_each_parsed_column(events, [kept](auto& column) { column.resize(kept); });
   }
   // Every duration is below 2^47 ns here, so the sum stops short of any overflow once it passes the bound.
   int64_t total = 0;
@@ -304,16 +306,7 @@ std::variant<Timeline, LoadError> TraceParser::run(const LoadOptions& options) {
   extent_scan_budget_ = 4 * expected_size_ + (size_t{1} << 20);
   const size_t estimate = expected_size_ / 300 + 16;
   Events& events = timeline_.events;
-  events.ts_ns.reserve(estimate);
-  events.dur_ns.reserve(estimate);
-  events.kind.reserve(estimate);
-  events.name.reserve(estimate);
-  events.category.reserve(estimate);
-  events.track.reserve(estimate);
-  events.correlation.reserve(estimate);
-  events.external_id.reserve(estimate);
-  events.args_offset.reserve(estimate);
-  events.args_length.reserve(estimate);
+  for_each_parsed_column(events, [estimate](auto& column) { column.reserve(estimate); });
 
   on_bytes_ = &options.on_bytes_parsed;
   fill(size_t{64} << 20);
