@@ -244,7 +244,8 @@ def main():
         for args in commands:
             problem = run(options.binary, args, options.timeout)
             if problem:
-                report("trace seed %d, ptadvise %s" % (seed, " ".join(args[:-1])), problem, [trace])
+                inputs = [previous, trace] if args[0] == "diff" else [trace]
+                report("trace seed %d, ptadvise %s" % (seed, " ".join(args[:-1])), problem, inputs)
         for scratch in (annotated, baseline):
             if os.path.exists(scratch):
                 os.remove(scratch)
@@ -273,7 +274,7 @@ def main():
         shutil.rmtree(job)
     counts = "%d traces and %d jobs" % (len(options.traces), len(options.jobs))
     print("%s: %d commands failed" % (counts, failures) if failures else counts + ": every command exited 0, 1 or 2")
-    if not options.keep and not failures:
+    if options.keep or not failures:  # the failing inputs were copied to --keep, or there are none
         shutil.rmtree(work)
     return 1 if failures else 0
 
