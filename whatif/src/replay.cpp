@@ -14,6 +14,10 @@ namespace ptadvise::whatif {
 namespace {
 
 constexpr int64_t kUnset = std::numeric_limits<int64_t>::min();
+// Replayed times stay within ±2^61 ns, as the loader's do: a chain of scaled work and delays (a batch
+// grown 1,024x on a trace of long ops) then saturates instead of overflowing, and the differences and
+// per-step sums taken of them stay below 2^63.
+constexpr int64_t kReplayLimitNs = int64_t{1} << 61;
 constexpr uint32_t kOwnStart = kNone - 1;  // an end vertex bound by its own start (+ work)
 
 struct Schedule {
@@ -63,7 +67,7 @@ Schedule schedule(const Graph& g, const Changes& changes, bool with_binders) {
       const bool freed = v % 2 == 0 && g.incoming[v + 1] > g.incoming[v];
       t = freed ? origin : v % 2 == 0 ? node.start_ns : node.start_ns + node.dur_ns;
     }
-    s.time[v] = t;
+    s.time[v] = std::clamp(t, -kReplayLimitNs, kReplayLimitNs);
     if (with_binders) s.binder[v] = binder;
   };
   // In dependency order, so every vertex's sources are settled before it; vertices in a dependency cycle

@@ -2,6 +2,8 @@
 // for it with cudaStreamSynchronize; every figure below follows from the event times.
 #include <doctest/doctest.h>
 
+#include <algorithm>
+#include <cmath>
 #include <cstdlib>
 #include <new>
 
@@ -509,4 +511,23 @@ TEST_CASE("whatif: edges beyond the memory budget are refused with std::bad_allo
   setenv("PTADVISE_MEMORY_LIMIT", "64MiB", 1);
   CHECK_THROWS_AS((void)whatif::build_graph(analysis), std::bad_alloc);
   unsetenv("PTADVISE_MEMORY_LIMIT");
+}
+
+TEST_CASE("whatif: replayed times saturate at 2^61 ns instead of overflowing") {
+  // Delays of 2^60 ns on every edge (what a batch grown 1,024x could make of a trace of long ops): the
+  // chains' sums passed int64's limit and wrapped (undefined behaviour).
+  Timeline timeline = three_steps();
+  Analysis analysis = analyze(timeline);
+  whatif::Graph graph = whatif::build_graph(analysis);
+  REQUIRE(graph.edges.size() > 10);
+  for (whatif::Edge& edge : graph.edges) edge.delay_ns = int64_t{1} << 60;
+  const whatif::ReplayResult result = whatif::replay(graph, {}, whatif::PathDetail::Pieces);
+  int64_t latest = 0;
+  for (int64_t t : result.vertex_ns) {
+    CHECK(t >= -(int64_t{1} << 61));
+    CHECK(t <= int64_t{1} << 61);
+    latest = std::max(latest, t);
+  }
+  CHECK(latest == int64_t{1} << 61);
+  CHECK(std::isfinite(result.replayed_step_ms));
 }
