@@ -125,10 +125,15 @@ int main(int argc, char** argv) {
   using namespace ptadvise::cli;
   try {
     return run(argc, argv);
-  } catch (const std::bad_alloc&) {
-    // Whatever ran out (a trace too large for the memory limit, a hostile input): one line, exit 2.
+  } catch (const std::bad_alloc& e) {
+    // Whatever ran out (a trace too large for the memory limit, a hostile input): one line, exit 2. A
+    // structure stopped at its budget says which, and how to go on.
     std::fflush(stdout);
-    std::fputs(kOutOfMemory, stderr);
+    if (const auto* budget = dynamic_cast<const ptadvise::BudgetExceeded*>(&e)) {
+      print_error(budget->what());
+    } else {
+      std::fputs(kOutOfMemory, stderr);
+    }
     return kExitInputError;
   } catch (const std::exception& e) {
     // A broken invariant (a bug, not the input's fault): one line and its own exit code, never an abort

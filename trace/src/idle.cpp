@@ -6,7 +6,6 @@
 #include <cstdio>
 #include <limits>
 #include <mutex>
-#include <new>
 #include <unordered_map>
 #include <unordered_set>
 #include <vector>
@@ -63,10 +62,18 @@ class LedgerBuilder {
 
   // The ledger entries all builders may make together. Entries are counted in batches: a trace whose
   // ledger would not fit (thousands of GPUs idle through every host event: devices x host events) ends
-  // in std::bad_alloc — one line and exit 2 — before the system runs out and kills the process.
+  // in BudgetExceeded (a std::bad_alloc: one line naming the ledger, exit 2) before the system runs out
+  // and kills the process.
   void limit_entries(std::atomic<size_t>& made, size_t limit) {
     made_ = &made;
     limit_ = limit;
+  }
+
+  [[noreturn]] void throw_over_budget() const {
+    throw BudgetExceeded(timeline_.path + ": the idle ledger needs more than " +
+                         format_bytes(limit_ * sizeof(IdleGap)) + ", a quarter of the memory available (" +
+                         std::to_string(analysis_.devices.size()) +
+                         " GPUs idle through the host's events); set PTADVISE_MEMORY_LIMIT to change the limit");
   }
 
   static void make_inputs(const Timeline& timeline, const NameClasses& names, const Analysis& analysis,
@@ -380,7 +387,7 @@ class LedgerBuilder {
     gap.queues_work = queues_work;
     if (++unsaid_ == kBatch) {
       unsaid_ = 0;
-      if (made_ != nullptr && made_->fetch_add(kBatch) + kBatch > limit_) throw std::bad_alloc();
+      if (made_ != nullptr && made_->fetch_add(kBatch) + kBatch > limit_) throw_over_budget();
     }
     ledger.push_back(gap);
   }

@@ -68,6 +68,14 @@ void Builder::build() {
   index_edges();
 }
 
+void Builder::throw_over_budget() const {
+  throw BudgetExceeded(tl_.path + ": the what-if graph needs more than " +
+                       format_bytes(edge_limit_ * (2 * sizeof(Edge) + 2 * sizeof(uint32_t))) +
+                       " for its edges, a quarter of the memory available (its syncs wait on " +
+                       std::to_string(g_.lanes.size()) +
+                       " threads and streams); set PTADVISE_MEMORY_LIMIT to change the limit, or pass --no-whatif");
+}
+
 void Builder::host_lanes(const std::vector<int64_t>& main_cuts) {
   static const std::vector<int64_t> none;
   for (uint32_t t = 0; t < tl_.tracks.size(); ++t) {

@@ -5,7 +5,6 @@
 #include <cstddef>
 #include <cstdint>
 #include <map>
-#include <new>
 #include <optional>
 #include <unordered_map>
 #include <utility>
@@ -28,6 +27,7 @@ class Builder {
 
  private:
   size_t edge_limit_ = SIZE_MAX;  // set by build(): a quarter of the memory available
+  [[noreturn]] void throw_over_budget() const;
   uint32_t add_node(const Node& node) {
     g_.nodes.push_back(node);
     return static_cast<uint32_t>(g_.nodes.size() - 1);
@@ -35,8 +35,8 @@ class Builder {
 
   void add_edge(uint32_t from_vertex, uint32_t to_vertex, int64_t delay, EdgeKind kind) {
     // Edges are the one part of the graph not bounded by the events: a device-wide sync waits for every
-    // stream (100,000 syncs x 2,000 streams: 9 GB). Past the budget: std::bad_alloc, one line and exit 2.
-    if (g_.edges.size() >= edge_limit_) throw std::bad_alloc();
+    // stream (100,000 syncs x 2,000 streams: 9 GB). Past the budget: BudgetExceeded, exit 2.
+    if (g_.edges.size() >= edge_limit_) throw_over_budget();
     g_.edges.push_back({from_vertex, to_vertex, delay, kind});
   }
 

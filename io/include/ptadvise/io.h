@@ -5,9 +5,11 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <new>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 
 namespace ptadvise {
 
@@ -62,6 +64,18 @@ size_t available_memory();
 
 // "1.5 GiB", for messages.
 std::string format_bytes(uint64_t bytes);
+
+// A structure that would pass its share of the memory budget: thrown before it is allocated. A
+// std::bad_alloc, so every path that carries an out-of-memory error to the command carries it, and the
+// command prints what() — what grew, and how to go on — instead of the generic out-of-memory line.
+class BudgetExceeded : public std::bad_alloc {
+ public:
+  explicit BudgetExceeded(std::string message) : message_(std::move(message)) {}
+  const char* what() const noexcept override { return message_.c_str(); }
+
+ private:
+  std::string message_;
+};
 
 // Parses "123", "64KiB", "1.5GB", "8 GiB" (B, KB, MB, GB, TB, KiB, MiB, GiB, TiB). nullopt when invalid.
 std::optional<uint64_t> parse_byte_size(std::string_view text);
