@@ -445,8 +445,7 @@ void build_idle_ledger(const Timeline& timeline, const NameClasses& names, Analy
   std::atomic<size_t> next_run{0};
   // A quarter of the memory still available for the entries: the lists grow by doubling, and are copied
   // into one at the end.
-  const size_t available = available_memory();
-  const size_t entry_limit = available == SIZE_MAX ? SIZE_MAX : available / 4 / sizeof(IdleGap);
+  const size_t entry_limit = items_in_memory_share(sizeof(IdleGap));
   std::atomic<size_t> entries_made{0};
   auto charge_runs = [&] {
     LedgerBuilder builder(timeline, names, analysis, inputs);

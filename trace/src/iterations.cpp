@@ -7,6 +7,7 @@
 #include <string>
 
 #include "analysis_detail.h"
+#include "numbers.h"
 
 namespace ptadvise::detail {
 namespace {
@@ -20,11 +21,6 @@ constexpr double kWarmupRatio = 1.5;
 constexpr double kWarmupRatioWithOneOffWork = 1.1;
 
 bool is_host_range(EventKind kind) { return kind == EventKind::CpuOp || kind == EventKind::UserAnnotation; }
-
-std::string shorten(std::string_view name, size_t limit) {
-  if (name.size() <= limit) return std::string(name);
-  return std::string(name.substr(0, limit - 3)) + "...";
-}
 
 // Occurrences of one name on one thread, in time order, none nested in another of the same kind of anchor.
 struct Occurrences {

@@ -218,17 +218,20 @@ std::optional<std::string> TraceParser::bound_times() {
   const int64_t low = *middle - kMaxDistanceNs, high = *middle + kMaxDistanceNs;
   auto near = [&](size_t e) { return events.ts_ns[e] >= low && events.end_ns(e) <= high; };
   size_t kept = 0;
+  // The kept events' durations, summed in the same pass. Each is below 2^47 ns (it lies within 2^46 ns
+  // of the median on both ends), so the sum stops short of any overflow once it passes the bound.
+  int64_t total = 0;
   std::string first_far;
   for (size_t e = 0; e < count; ++e) {
     if (!near(e)) {
       if (first_far.empty()) {
         char at[80];
         std::snprintf(at, sizeof at, " at ts %.3f us", static_cast<double>(events.ts_ns[e]) / 1e3);
-        const std::string_view name = timeline_.strings.view(events.name[e]);
-        first_far = "\"" + std::string(name.substr(0, 80)) + (name.size() > 80 ? "...\"" : "\"") + at;
+        first_far = "\"" + shorten(timeline_.strings.view(events.name[e]), 80) + "\"" + at;
       }
       continue;
     }
+    if (total <= kMaxTotalDurationNs) total += events.dur_ns[e];
     if (kept != e) for_each_parsed_column(events, [kept, e](auto& column) { column[kept] = column[e]; });
     ++kept;
   }
@@ -239,12 +242,6 @@ std::optional<std::string> TraceParser::bound_times() {
                          " hours from the median time of the trace's events";
     }
     for_each_parsed_column(events, [kept](auto& column) { column.resize(kept); });
-  }
-  // Every duration is below 2^47 ns here, so the sum stops short of any overflow once it passes the bound.
-  int64_t total = 0;
-  for (int64_t dur : events.dur_ns) {
-    total += dur;
-    if (total > kMaxTotalDurationNs) break;
   }
   if (total > kMaxTotalDurationNs) {
     double all = 0;  // the whole sum, for the message (a double does not overflow)

@@ -11,6 +11,12 @@
 
 namespace ptadvise::detail {
 
+// A name cut to `limit` characters (the last three "..."), for messages.
+inline std::string shorten(std::string_view name, size_t limit) {
+  if (name.size() <= limit) return std::string(name);
+  return std::string(name.substr(0, limit - 3)) + "...";
+}
+
 // 1234567 -> "1,234,567", for the byte counts of warnings.
 inline std::string with_commas(uint64_t value) {
   std::string digits = std::to_string(value);

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "analysis_detail.h"
+#include "numbers.h"
 
 namespace ptadvise::detail {
 namespace {
@@ -73,11 +74,6 @@ uint64_t mix64(uint64_t x) {  // splitmix64 finaliser: a well-spread value per n
   x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
   x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
   return x ^ (x >> 31);
-}
-
-std::string shorten(std::string_view name, size_t limit) {
-  if (name.size() <= limit) return std::string(name);
-  return std::string(name.substr(0, limit - 3)) + "...";
 }
 
 // Infers steps from the kernel sequence of the busiest device: a kernel name whose occurrences are evenly

@@ -24,9 +24,7 @@ bool is_host_kind(EventKind kind) {
 }  // namespace
 
 void Builder::build() {
-  // An edge costs itself, its sorted copy (index_edges) and two index slots.
-  const size_t available = available_memory();
-  edge_limit_ = available == SIZE_MAX ? SIZE_MAX : available / 4 / (2 * sizeof(Edge) + 2 * sizeof(uint32_t));
+  edge_limit_ = items_in_memory_share(kEdgeBytes);
   g_.analysis = &a_;
   g_.window = window_;
   g_.nodes.reserve(ev_.size() + ev_.size() / 2);
@@ -70,7 +68,7 @@ void Builder::build() {
 
 void Builder::throw_over_budget() const {
   throw BudgetExceeded(tl_.path + ": the what-if graph needs more than " +
-                       format_bytes(edge_limit_ * (2 * sizeof(Edge) + 2 * sizeof(uint32_t))) +
+                       format_bytes(edge_limit_ * kEdgeBytes) +
                        " for its edges, a quarter of the memory available (its syncs wait on " +
                        std::to_string(g_.lanes.size()) +
                        " threads and streams); set PTADVISE_MEMORY_LIMIT to change the limit, or pass --no-whatif");

@@ -26,7 +26,9 @@ class Builder {
   void build();
 
  private:
-  size_t edge_limit_ = SIZE_MAX;  // set by build(): a quarter of the memory available
+  // An edge costs itself, its sorted copy (index_edges) and two index slots.
+  static constexpr size_t kEdgeBytes = 2 * sizeof(Edge) + 2 * sizeof(uint32_t);
+  size_t edge_limit_ = SIZE_MAX;  // set by build(): the edges a quarter of the memory available holds
   [[noreturn]] void throw_over_budget() const;
   uint32_t add_node(const Node& node) {
     g_.nodes.push_back(node);

@@ -121,7 +121,7 @@ JoinModel build_model(const Graph& g, const std::vector<uint32_t>& collectives, 
       const bool freed = v % 2 == 0 && g.incoming[v + 1] > g.incoming[v];
       t = freed ? origin : v % 2 == 0 ? node.start_ns : node.start_ns + node.dur_ns;
     }
-    free[v] = t;
+    free[v] = t == kUnset ? t : std::clamp(t, -kReplayLimitNs, kReplayLimitNs);  // as the replay's times
   }
   for (Target& target : targets) {
     target.time->free_ns = free[target.vertex] == kUnset ? kNoTime : free[target.vertex] + target.offset;

@@ -14,10 +14,6 @@ namespace ptadvise::whatif {
 namespace {
 
 constexpr int64_t kUnset = std::numeric_limits<int64_t>::min();
-// Replayed times stay within ±2^61 ns, as the loader's do: a chain of scaled work and delays (a batch
-// grown 1,024x on a trace of long ops) then saturates instead of overflowing, and the differences and
-// per-step sums taken of them stay below 2^63.
-constexpr int64_t kReplayLimitNs = int64_t{1} << 61;
 constexpr uint32_t kOwnStart = kNone - 1;  // an end vertex bound by its own start (+ work)
 
 struct Schedule {

@@ -62,6 +62,13 @@ std::optional<std::string> write_file_atomically(const std::string& path, std::s
 // the measurement. SIZE_MAX when nothing can be measured.
 size_t available_memory();
 
+// How many items of `item_bytes` each fit in a quarter of available_memory(): the share one structure
+// whose size the input drives (not only its bytes) may take. SIZE_MAX when nothing can be measured.
+inline size_t items_in_memory_share(size_t item_bytes) {
+  const size_t available = available_memory();
+  return available == SIZE_MAX ? SIZE_MAX : available / 4 / item_bytes;
+}
+
 // "1.5 GiB", for messages.
 std::string format_bytes(uint64_t bytes);
 
