@@ -28,6 +28,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import xml.etree.ElementTree
 
 KERNELS = ["volta_sgemm_128x64_nn", "ampere_fp16_s16816gemm_fp16_128x128_ldg8_f2f_stages_32x5_nn",
            "void at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor<float>>",
@@ -160,6 +161,7 @@ def make_trace(seed, rank=None, world=None):
         if r.random() < 0.01:
             event["ts"] = v.pick(None, "12", [], {}, True)
         events.append(event)
+    add_quirks(seed, events, pids, tids, devices, streams, base, span)
     if r.random() < 0.5:
         r.shuffle(events)
     else:
@@ -180,18 +182,148 @@ def make_trace(seed, rank=None, world=None):
     return trace
 
 
+# Markup a name may carry into the HTML report, the JUnit XML or a terminal; none may come out raw.
+INJECTIONS = ["</script><script>alert(1)</script>", "<img src=x onerror=alert(1)>", "]]><x/>", "\u2028\u2029",
+              "%s%n%x", "\ud800", "\udfff\ud800", "\ufeff", "\u202e"]
+
+
+def add_quirks(seed, events, pids, tids, devices, streams, base, span):
+    """Writers' and attackers' quirks beyond odd values, from a random source of their own (a trace without
+    quirks is the same as before they were added): begin/end pairs, counters, args that are not objects,
+    thousands of nested ops or of threads, Python-tree cycles, markup and lone surrogates in names, duplicate
+    keys, one CUDA-graph launch for many kernels."""
+    r = random.Random(seed * 7919 + 17)
+    v = Values(seed * 7919 + 18)
+    if r.random() < 0.6:
+        return
+    for _ in range(r.randint(1, 4)):
+        quirk = r.randrange(10)
+        pid, tid = r.choice(pids), r.choice(tids)
+        if quirk == 0:  # begin/end pairs, some unbalanced, some nested at one time
+            for k in range(r.randint(1, 300)):
+                ts = base + r.uniform(0, 1) * span
+                events.append({"ph": "B", "name": r.choice(OPS), "cat": "cpu_op", "pid": pid, "tid": tid, "ts": ts})
+                if r.random() < 0.8:
+                    events.append({"ph": "E", "pid": pid, "tid": tid, "ts": ts + v.number(0, span / 100, 0.05)})
+        elif quirk == 1:  # counters
+            for k in range(r.randint(1, 200)):
+                events.append({"ph": "C", "name": v.pick("GPU Memory", "queue", ""), "pid": pid, "tid": tid,
+                               "ts": base + r.uniform(0, 1) * span, "args": {"value": v.number(0, 1e9, 0.2)}})
+        elif quirk == 2:  # args that are not objects
+            for event in r.sample(events, min(len(events), r.randint(1, 50))):
+                event["args"] = v.pick("x", [1, 2], 5, None, [], {"": {"": [[[]]]}}, True)
+        elif quirk == 3:  # deep nesting: ops inside each other on one thread, from one start
+            depth = r.randint(1000, 30000)
+            ts = base + r.uniform(0, 1) * span
+            for k in range(depth):
+                events.append({"ph": "X", "cat": "cpu_op", "name": r.choice(OPS), "pid": pid, "tid": tid,
+                               "ts": ts + v.pick(0, k, 0.001 * k), "dur": v.pick(depth - k, span / 10, 1e-3 * (depth - k))})
+        elif quirk == 4:  # thousands of threads, each with an op and a launch
+            for k in range(r.randint(1000, 12000)):
+                ts = base + r.uniform(0, 1) * span
+                events.append({"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": pid, "tid": 100000 + k,
+                               "ts": ts, "dur": 10})
+                events.append({"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": pid,
+                               "tid": 100000 + k, "ts": ts + 1, "dur": 5, "args": {"correlation": 500000 + k}})
+                events.append({"ph": "X", "cat": "kernel", "name": r.choice(KERNELS), "pid": r.choice(devices),
+                               "tid": r.choice(streams), "ts": ts + 6, "dur": 3,
+                               "args": {"correlation": 500000 + k, "device": r.choice(devices), "stream": r.choice(streams)}})
+        elif quirk == 5:  # a Python call tree with cycles, self-parents and ids past every limit
+            ids = [v.number(0, 30, 0.2) for _ in range(r.randint(2, 40))]
+            for k in range(r.randint(10, 2000)):
+                ts = base + r.uniform(0, 1) * span
+                events.append({"ph": "X", "cat": "python_function", "name": v.pick("train.py(10): step", "<built-in method item>",
+                                                                                   "torch/nn/modules/module.py(1501): _call_impl"),
+                               "pid": pid, "tid": tid, "ts": ts, "dur": v.number(0, span / 10, 0.05),
+                               "args": {"Python id": r.choice(ids), "Python parent id": r.choice(ids),
+                                        "Python thread": v.pick(0, 1, -1)}})
+        elif quirk == 6:  # markup, format strings and lone surrogates in names and thread names
+            for event in r.sample(events, min(len(events), r.randint(1, 40))):
+                if "name" in event:
+                    event["name"] = event["name"] + r.choice(INJECTIONS)
+            events.append({"ph": "M", "name": "thread_name", "pid": pid, "tid": tid,
+                           "args": {"name": r.choice(INJECTIONS)}})
+        elif quirk == 7:  # duplicate keys: the writer's second value wins, or not; written as raw JSON
+            for event in r.sample(events, min(len(events), r.randint(1, 30))):
+                event["__duplicate__"] = v.pick("ts", "dur", "ph", "name", "args")
+        elif quirk == 8:  # one CUDA-graph launch for many kernels
+            ts = base + r.uniform(0, 1) * span
+            correlation = v.pick(7, 0, 2**62)
+            events.append({"ph": "X", "cat": "cuda_runtime", "name": "cudaGraphLaunch", "pid": pid, "tid": tid,
+                           "ts": ts, "dur": 20, "args": {"correlation": correlation}})
+            for k in range(r.randint(10, 20000)):
+                events.append({"ph": "X", "cat": "kernel", "name": r.choice(KERNELS), "pid": r.choice(devices),
+                               "tid": r.choice(streams), "ts": ts + 30 + k * v.pick(1, 0, 3), "dur": v.pick(1, 0, 2),
+                               "args": {"correlation": correlation, "device": r.choice(devices),
+                                        "stream": r.choice(streams), "graph id": 1}})
+        else:  # numbers in the forms writers use: exponents, many digits, negative zero, strings
+            for event in r.sample(events, min(len(events), r.randint(1, 60))):
+                if isinstance(event.get("ts"), (int, float)):
+                    event["__number__"] = v.pick("exponent", "digits", "negzero", "string")
+
+
+def dumps_event(event):
+    """An event's JSON text, with the raw forms add_quirks() asked for (duplicate keys, number spellings)."""
+    event = dict(event)
+    duplicate = event.pop("__duplicate__", None)
+    number = event.pop("__number__", None)
+    text = json.dumps(event, allow_nan=False)
+    if number and isinstance(event.get("ts"), (int, float)):
+        ts = event["ts"]
+        spelled = {"exponent": "%.17e" % ts, "digits": "%.20f" % ts, "negzero": "-0.0", "string": '"%s"' % ts}[number]
+        text = text.replace('"ts": %s' % json.dumps(ts), '"ts": ' + spelled, 1)
+    if duplicate:
+        extra = {"ts": "1", "dur": "-5", "ph": '"E"', "name": '"x"', "args": '{"correlation": 3}'}[duplicate]
+        text = text[:-1] + ', "%s": %s}' % (duplicate, extra)
+    return text
+
+
 def write(trace, path):
     opener = gzip.open if path.endswith(".gz") else open
     with opener(path, "wt", encoding="utf-8") as out:
-        json.dump(trace, out, allow_nan=False)
+        head = {key: value for key, value in trace.items() if key != "traceEvents"}
+        out.write(json.dumps(head, allow_nan=False)[:-1] + (", " if head else "") + '"traceEvents": [\n')
+        out.write(",\n".join(dumps_event(event) for event in trace["traceEvents"]))
+        out.write("\n]}\n")
 
 
-def run(binary, args, timeout):
-    """None when the exit is 0, 1 or 2; else what went wrong, in one line."""
+def output_problem(args, stdout, work):
+    """What is wrong with a command's output, or None: JSON and SARIF must parse, JUnit must be well-formed
+    XML, and the HTML report must not carry a name's markup raw."""
+    formats = {args[i + 1] for i in range(len(args) - 1) if args[i] == "--format"}
     try:
-        done = subprocess.run([binary] + args, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, timeout=timeout)
+        if formats & {"json", "sarif"}:
+            json.loads(stdout)
+        if "junit" in formats:
+            xml.etree.ElementTree.fromstring(stdout)
+    except ValueError as error:
+        return "not %s: %s" % (" ".join(sorted(formats)), str(error)[:200])
+    except xml.etree.ElementTree.ParseError as error:
+        return "not well-formed XML: %s" % error
+    if args[0] == "report":
+        with open(os.path.join(work, "report.html"), encoding="utf-8", errors="replace") as page:
+            html = page.read()
+        for marker in ("<script>alert(1)", "<img src=x onerror", "<x/>"):
+            if marker in html:
+                return "the HTML report holds a trace name's markup raw: %s" % marker
+    return None
+
+
+EXITS = {}  # exit code -> commands
+
+
+def run(binary, args, timeout, work=None):
+    """None when the exit is 0, 1 or 2 and the output is well-formed (output_problem); else what went wrong,
+    in one line."""
+    try:
+        done = subprocess.run([binary] + args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=timeout)
     except subprocess.TimeoutExpired:
         return "no exit after %d s" % timeout
+    EXITS[done.returncode] = EXITS.get(done.returncode, 0) + 1
+    if args[0] == "check" and done.returncode in (0, 1):
+        EXITS["checked"] = EXITS.get("checked", 0) + 1
+    if done.returncode in (0, 1) and work is not None:
+        return output_problem(args, done.stdout, work)
     if done.returncode in (0, 1, 2):
         return None
     stderr = done.stderr.decode("utf-8", "replace").splitlines()
@@ -242,7 +374,7 @@ def main():
         if previous:
             commands.append(["diff", "--format", "json", previous, trace])
         for args in commands:
-            problem = run(options.binary, args, options.timeout)
+            problem = run(options.binary, args, options.timeout, work)
             if problem:
                 inputs = [previous, trace] if args[0] == "diff" else [trace]
                 report("trace seed %d, ptadvise %s" % (seed, " ".join(args[:-1])), problem, inputs)
@@ -272,6 +404,12 @@ def main():
             if problem:
                 report("job seed %d, ptadvise merge" % seed, problem, digests)
         shutil.rmtree(job)
+    tally = ", ".join("%d exited %d" % (EXITS[code], code) for code in sorted(c for c in EXITS if c != "checked"))
+    print("commands: " + tally)
+    if (len(options.traces) > 1 or len(options.jobs) > 0) and not EXITS.get("checked"):
+        # Every check refused its input: a binary without its rules, or a generator gone wrong.
+        print("FAIL: no check analysed its input (every one exited 2 or failed)")
+        failures += 1
     counts = "%d traces and %d jobs" % (len(options.traces), len(options.jobs))
     print("%s: %d commands failed" % (counts, failures) if failures else counts + ": every command exited 0, 1 or 2")
     if options.keep or not failures:  # the failing inputs were copied to --keep, or there are none

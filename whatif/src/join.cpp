@@ -26,9 +26,8 @@ int64_t JoinTime::at(const std::vector<int64_t>& ends) const {
   int64_t t = free_ns;
   for (const JoinTerm& term : terms) {
     if (term.source >= ends.size() || ends[term.source] == kNoTime) continue;
-    int64_t candidate = 0;
-    if (__builtin_add_overflow(ends[term.source], term.delay_ns, &candidate)) continue;  // a hostile digest
-    t = std::max(t, candidate);
+    // Saturates as the replay's times do (a hostile digest's ends and delays may be anywhere in int64).
+    t = std::max(t, bounded_sum(ends[term.source], term.delay_ns));
   }
   return t;
 }
@@ -106,14 +105,14 @@ JoinModel build_model(const Graph& g, const std::vector<uint32_t>& collectives, 
       if (node.anchored) t = node.start_ns;
     } else {
       bound = true;
-      if (free[v - 1] != kUnset) t = free[v - 1] + changes.work[n];
+      if (free[v - 1] != kUnset) t = bounded_sum(free[v - 1], changes.work[n]);
     }
     for (uint32_t e = g.incoming[v]; e < g.incoming[v + 1]; ++e) {
       if (changes.edge_off[e]) continue;
       bound = true;
       const Edge& edge = g.edges[e];
       if (free[edge.from] == kUnset) continue;
-      const int64_t candidate = free[edge.from] + edge.delay_ns;
+      const int64_t candidate = bounded_sum(free[edge.from], edge.delay_ns);
       t = t == kUnset ? candidate : std::max(t, candidate);
     }
     if (const int64_t floor = changes.floor.at(v); floor != Floors::kFree) t = t == kUnset ? floor : std::max(t, floor);
@@ -124,7 +123,7 @@ JoinModel build_model(const Graph& g, const std::vector<uint32_t>& collectives, 
     free[v] = t == kUnset ? t : std::clamp(t, -kReplayLimitNs, kReplayLimitNs);  // as the replay's times
   }
   for (Target& target : targets) {
-    target.time->free_ns = free[target.vertex] == kUnset ? kNoTime : free[target.vertex] + target.offset;
+    target.time->free_ns = free[target.vertex] == kUnset ? kNoTime : bounded_sum(free[target.vertex], target.offset);
   }
 
   // Per collective, the longest paths from its end to the targets, through no other collective's end and
@@ -172,18 +171,19 @@ JoinModel build_model(const Graph& g, const std::vector<uint32_t>& collectives, 
         auto [first, last] = targets_at.equal_range(v);
         for (auto it = first; it != last; ++it) {
           Target& target = targets[it->second];
-          target.time->terms.push_back({static_cast<uint32_t>(j), d + target.offset});
+          target.time->terms.push_back({static_cast<uint32_t>(j), bounded_sum(d, target.offset)});
           if (target.collective >= 0) {
             from_to[static_cast<uint64_t>(j) << 32 | static_cast<uint32_t>(target.collective)] = d;
           }
         }
         if (v % 2 == 0 && collective_of[v / 2] >= 0) continue;  // its end comes from the job
       }
-      if (v % 2 == 0) reach(v + 1, d + changes.work[v / 2]);
+      // Paths saturate as the replay's times do (a chain of huge delays would pass int64's limit).
+      if (v % 2 == 0) reach(v + 1, bounded_sum(d, changes.work[v / 2]));
       for (uint32_t k = g.outgoing[v]; k < g.outgoing[v + 1]; ++k) {
         const uint32_t e = g.out_edges[k];
         if (changes.edge_off[e]) continue;
-        reach(g.edges[e].to, d + g.edges[e].delay_ns);
+        reach(g.edges[e].to, bounded_sum(d, g.edges[e].delay_ns));
       }
     }
     for (uint32_t v : touched) distance[v] = kUnset;
@@ -222,7 +222,7 @@ JoinModel build_model(const Graph& g, const std::vector<uint32_t>& collectives, 
   }
   model.exact = true;
   for (const Target& target : targets) {
-    const int64_t replayed = own.vertex_ns[target.vertex] + target.offset;
+    const int64_t replayed = bounded_sum(own.vertex_ns[target.vertex], target.offset);
     if (target.time->at(ends) != replayed) model.exact = false;
   }
   return model;

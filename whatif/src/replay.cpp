@@ -40,14 +40,14 @@ Schedule schedule(const Graph& g, const Changes& changes, bool with_binders) {
     if (v % 2 == 0) {
       if (node.anchored) t = node.start_ns;
     } else if (s.time[v - 1] != kUnset) {
-      t = s.time[v - 1] + changes.work[n];
+      t = bounded_sum(s.time[v - 1], changes.work[n]);
       binder = kOwnStart;
     }
     for (uint32_t e = g.incoming[v]; e < g.incoming[v + 1]; ++e) {
       if (changes.edge_off[e]) continue;
       const Edge& edge = g.edges[e];
       if (s.time[edge.from] == kUnset) continue;
-      const int64_t candidate = s.time[edge.from] + edge.delay_ns;
+      const int64_t candidate = bounded_sum(s.time[edge.from], edge.delay_ns);
       if (t == kUnset || candidate > t) {
         t = candidate;
         binder = e;

@@ -1,6 +1,7 @@
 // Fixes turned into changes of the replay: per-node work, edges switched off, earliest times.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <limits>
 #include <unordered_map>
@@ -16,6 +17,13 @@ namespace ptadvise::whatif {
 // grown 1,024x on a trace of long ops) then saturates instead of overflowing, and the differences and
 // per-step sums taken of them stay below 2^63. Every schedule (replay.cpp, join.cpp) clamps to it.
 inline constexpr int64_t kReplayLimitNs = int64_t{1} << 61;
+
+// a + b within ±kReplayLimitNs, whatever the operands (a time plus a delay, a path plus a node's work).
+inline int64_t bounded_sum(int64_t a, int64_t b) {
+  int64_t sum = 0;
+  if (__builtin_add_overflow(a, b, &sum)) return a < 0 ? -kReplayLimitNs : kReplayLimitNs;
+  return std::clamp(sum, -kReplayLimitNs, kReplayLimitNs);
+}
 
 class Floors {
  public:

@@ -113,3 +113,41 @@ TEST_CASE("corpus: join models give back their traces' replays at every collecti
   MESSAGE(traces_with_collectives << " traces with collectives, " << exact << " of " << collectives << " exact");
   CHECK(exact == collectives);
 }
+
+TEST_CASE("join model: paths of huge delays saturate as the replay's times do, never overflow") {
+  // Delays of 2^60 ns on every edge (what a batch grown 1,024x could make of a trace of long ops): the
+  // replay saturates at 2^61 ns; the model's longest paths summed the same delays without a bound and
+  // passed int64's limit (undefined behaviour) after eight edges.
+  auto loaded = load_trace_file(PTADVISE_SOURCE_DIR "/testdata/job/loader_straggler/rank-0.json");
+  REQUIRE(std::holds_alternative<Timeline>(loaded));
+  const Timeline& timeline = std::get<Timeline>(loaded);
+  const Analysis analysis = analysis_of(timeline);
+  whatif::Graph graph = whatif::build_graph(analysis);
+  for (whatif::Edge& edge : graph.edges) edge.delay_ns = int64_t{1} << 60;
+  const std::vector<uint32_t> nodes = collective_nodes(graph);
+  REQUIRE(nodes.size() == 6);
+  const whatif::JoinModel model = whatif::join_model(graph, nodes);
+  const int64_t limit = int64_t{1} << 61;
+  size_t terms = 0, saturated = 0;
+  auto check_time = [&](const whatif::JoinTime& time) {
+    if (time.free_ns != whatif::kNoTime) CHECK(std::abs(time.free_ns) <= limit);
+    for (const whatif::JoinTerm& term : time.terms) {
+      ++terms;
+      CHECK(term.delay_ns >= 0);
+      CHECK(term.delay_ns <= limit);
+      if (term.delay_ns == limit) ++saturated;
+    }
+  };
+  for (const whatif::JoinTime& arrival : model.arrival) check_time(arrival);
+  for (const whatif::JoinStep& step : model.steps) {
+    check_time(step.host_start);
+    check_time(step.gpu_first);
+  }
+  CHECK(terms > 0);
+  CHECK(saturated > 0);
+  // Evaluated at the replay's saturated ends, every instant stays within the bound.
+  const whatif::ReplayResult replayed = whatif::replay(graph, {}, whatif::PathDetail::None);
+  std::vector<int64_t> ends;
+  for (uint32_t n : nodes) ends.push_back(replayed.end_ns(n));
+  for (const whatif::JoinTime& arrival : model.arrival) CHECK(std::abs(arrival.at(ends)) <= limit);
+}
