@@ -14,7 +14,7 @@ written gzip-compressed.
 runs every trace of seeds A..B-1 through `check` (json; sarif with --annotate; github writing a baseline,
 junit reading it; markdown --verbose), `summary`, `whatif`, `report` and `diff` against the previous seed's
 trace, and every job of seeds A..B-1 (2 to 4 ranks in one directory) through `check DIR` with
-`--digest-out`, then `merge` on the digests. Any exit other than 0, 1 (findings) or 2 (input error) fails —
+`--digest-out`, then `merge` on the digests and on a copy of them with numbers at their limits. Any exit other than 0, 1 (findings) or 2 (input error) fails —
 a signal, 4 (internal error), 86 (a sanitizer report in a sanitizer build: the ctest entry
 `hostile_traces` runs against build-asan's ptadvise under SANITIZE=1) — and so does a command running past
 --timeout seconds. The failing inputs are kept in --keep (default: a temporary directory, printed).
@@ -262,6 +262,20 @@ def add_quirks(seed, events, pids, tids, devices, streams, base, span):
                     event["__number__"] = v.pick("exponent", "digits", "negzero", "string")
 
 
+def mutate_numbers(value, v, rate=0.05):
+    """`value` (parsed JSON) with about `rate` of its numbers replaced by extreme ones."""
+    if isinstance(value, dict):
+        return {key: mutate_numbers(item, v, rate) for key, item in value.items()}
+    if isinstance(value, list):
+        return [mutate_numbers(item, v, rate) for item in value]
+    if isinstance(value, (int, float)) and not isinstance(value, bool) and v.r.random() < rate:
+        extreme = v.extreme()
+        if isinstance(value, int):  # an integer field stays one, so the digest reader takes it
+            extreme = v.r.choice([e for e in Values.EXTREMES if isinstance(e, int)])
+        return extreme
+    return value
+
+
 def dumps_event(event):
     """An event's JSON text, with the raw forms add_quirks() asked for (duplicate keys, number spellings)."""
     event = dict(event)
@@ -342,6 +356,8 @@ def main():
     parser.add_argument("binary")
     parser.add_argument("--traces", type=seed_range, default=range(0, 20), help="seeds A:B of single traces")
     parser.add_argument("--jobs", type=seed_range, default=range(0, 6), help="seeds A:B of multi-rank jobs")
+    parser.add_argument("--digests", type=seed_range, default=range(0, 0),
+                        help="seeds A:B of testdata/job's digests with numbers at their limits")
     parser.add_argument("--timeout", type=int, default=120, help="seconds per command")
     parser.add_argument("--keep", help="directory for the failing inputs")
     options = parser.parse_args()
@@ -403,14 +419,60 @@ def main():
             problem = run(options.binary, ["merge", "--exit-zero", "--format", "json"] + digests, options.timeout)
             if problem:
                 report("job seed %d, ptadvise merge" % seed, problem, digests)
+            # The same digests as another version or a hostile writer could leave them: valid JSON, every
+            # number now and then at a limit (times, delays, join terms, sizes, counts, ranks).
+            hostile = []
+            for k, path in enumerate(digests):
+                with open(path, encoding="utf-8") as text:
+                    digest = json.load(text)
+                mutated = os.path.join(work, "hostile%d.%d.json" % (seed, k))
+                with open(mutated, "w", encoding="utf-8") as out:
+                    json.dump(mutate_numbers(digest, Values(seed * 31 + k)), out)
+                hostile.append(mutated)
+            problem = run(options.binary, ["merge", "--exit-zero", "--format", "json"] + hostile, options.timeout, work)
+            if problem:
+                report("job seed %d, ptadvise merge (hostile digests)" % seed, problem, hostile)
+            for path in hostile:
+                os.remove(path)
         shutil.rmtree(job)
+    # The digests of the project's own two-rank jobs (testdata/job), numbers at their limits.
+    jobs_dir = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "testdata", "job")
+    sources = []
+    if len(options.digests) > 0:
+        for name in sorted(os.listdir(jobs_dir)):
+            prefix = os.path.join(work, "source-" + name)
+            problem = run(options.binary, ["check", "--exit-zero", "--digest-out", prefix + ".json",
+                                           os.path.join(jobs_dir, name)], options.timeout)
+            digests = sorted(os.path.join(work, n) for n in os.listdir(work) if n.startswith("source-%s." % name))
+            if problem or not digests:
+                report("digests of testdata/job/%s" % name, problem or "no digest written", [])
+                continue
+            sources.append([json.load(open(path, encoding="utf-8")) for path in digests])
+    for seed in options.digests:
+        if not sources:
+            break
+        v = Values(seed)
+        rate = v.pick(0.001, 0.003, 0.01)
+        mutated = []
+        for k, digest in enumerate(sources[seed % len(sources)]):
+            path = os.path.join(work, "mutated%d.rank%d.json" % (seed, k))
+            with open(path, "w", encoding="utf-8") as out:
+                json.dump(mutate_numbers(digest, v, rate), out)
+            mutated.append(path)
+        problem = run(options.binary, ["merge", "--exit-zero", "--format", "json"] + mutated, options.timeout, work)
+        if not problem:
+            problem = run(options.binary, ["merge", "--exit-zero", "--format", "sarif"] + mutated, options.timeout, work)
+        if problem:
+            report("digest seed %d, ptadvise merge" % seed, problem, mutated)
+        for path in mutated:
+            os.remove(path)
     tally = ", ".join("%d exited %d" % (EXITS[code], code) for code in sorted(c for c in EXITS if c != "checked"))
     print("commands: " + tally)
-    if (len(options.traces) > 1 or len(options.jobs) > 0) and not EXITS.get("checked"):
+    if (len(options.traces) > 1 or len(options.jobs) > 0 or len(options.digests) > 0) and not EXITS.get("checked"):
         # Every check refused its input: a binary without its rules, or a generator gone wrong.
         print("FAIL: no check analysed its input (every one exited 2 or failed)")
         failures += 1
-    counts = "%d traces and %d jobs" % (len(options.traces), len(options.jobs))
+    counts = "%d traces, %d jobs and %d digest pairs" % (len(options.traces), len(options.jobs), len(options.digests))
     print("%s: %d commands failed" % (counts, failures) if failures else counts + ": every command exited 0, 1 or 2")
     if options.keep or not failures:  # the failing inputs were copied to --keep, or there are none
         shutil.rmtree(work)

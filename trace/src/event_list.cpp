@@ -65,33 +65,50 @@ TraceParser::SingleResult TraceParser::parse_single_event(size_t start) {
   }
   simdjson::error_code error = simdjson::SUCCESS;
   size_t error_at = start;
+  // One attempt at the event's bytes; true when it was read (stored, skipped or malformed).
+  auto attempt = [&]() {
+    ondemand::document doc;
+    error = checked_iterate(parser_, data_ + start, end - start, buffer_.capacity - start, doc);
+    if (error) return false;
+    ondemand::object object;
+    error = doc.get_object().get(object);
+    if (error == simdjson::INCORRECT_TYPE) {
+      ++single_.chunk().events_seen;
+      single_.note_malformed(start, "expected an object for an event");
+      return true;
+    }
+    if (error) return false;
+    single_.set_origin(data_, 0, data_ + end);
+    if (single_.parse_event(object, doc, start) != EventStatus::Fatal) return true;
+    error = simdjson::TAPE_ERROR;
+    const char* location = nullptr;
+    if (doc.current_location().get(location) == simdjson::SUCCESS && location >= data_ + start &&
+        location < data_ + end) {
+      error_at = static_cast<size_t>(location - data_);
+    }
+    return false;
+  };
   if (end == kNotFound) {
     error = simdjson::UNCLOSED_STRING;  // never closes, yet events follow: an unescaped quote
   } else if (end - start > kMaxEventBytes) {
     error = simdjson::CAPACITY;
+  } else if (attempt()) {
+    return {end, false, false};
   } else {
-    ondemand::document doc;
-    error = checked_iterate(parser_, data_ + start, end - start, buffer_.capacity - start, doc);
-    if (!error) {
-      ondemand::object object;
-      error = doc.get_object().get(object);
-      if (error == simdjson::INCORRECT_TYPE) {
-        ++single_.chunk().events_seen;
-        single_.note_malformed(start, "expected an object for an event");
+    // Invalid UTF-8 (a name cut inside a character) or an unpaired surrogate escape: the event is read
+    // with those bytes replaced rather than lost with its time (docs/TRACE_LOADING.md, "Recovery"). When
+    // that does not help, the first error is the one told.
+    const simdjson::error_code first_error = error;
+    const size_t failed_at = error_at;
+    if (repair_text(data_, start, end) > 0) {
+      error_at = start;
+      if (attempt()) {
+        if (repaired_events_++ == 0) first_repaired_ = start;
         return {end, false, false};
       }
-      if (!error) {
-        single_.set_origin(data_, 0, data_ + end);
-        EventStatus status = single_.parse_event(object, doc, start);
-        if (status != EventStatus::Fatal) return {end, false, false};
-        error = simdjson::TAPE_ERROR;
-        const char* location = nullptr;
-        if (doc.current_location().get(location) == simdjson::SUCCESS && location >= data_ + start &&
-            location < data_ + end) {
-          error_at = static_cast<size_t>(location - data_);
-        }
-      }
     }
+    error = first_error;
+    error_at = failed_at;
   }
   // A syntax error inside this event: skip to the next plausible event start.
   std::string message = "byte " + std::to_string(error_at) + ": " +

@@ -12,6 +12,77 @@ namespace ptadvise::detail {
 
 inline constexpr size_t kNotFound = static_cast<size_t>(-1);
 
+// Makes the text of one event readable where a writer left bytes no JSON parser takes, without moving any
+// byte: each byte of an invalid UTF-8 sequence (a name cut inside a multi-byte character, Latin-1 text)
+// becomes '?', and each \u escape of an unpaired surrogate becomes \ufffd. Returns how many were replaced.
+inline size_t repair_text(char* data, size_t begin, size_t end) {
+  auto hex4 = [&](size_t at, unsigned& value) {
+    if (at + 4 > end) return false;
+    value = 0;
+    for (size_t k = at; k < at + 4; ++k) {
+      const char c = data[k];
+      const unsigned digit = c >= '0' && c <= '9'   ? static_cast<unsigned>(c - '0')
+                             : c >= 'a' && c <= 'f' ? static_cast<unsigned>(c - 'a' + 10)
+                             : c >= 'A' && c <= 'F' ? static_cast<unsigned>(c - 'A' + 10)
+                                                    : 16u;
+      if (digit == 16) return false;
+      value = value * 16 + digit;
+    }
+    return true;
+  };
+  size_t replaced = 0;
+  size_t i = begin;
+  while (i < end) {
+    const auto c = static_cast<unsigned char>(data[i]);
+    if (c == '\\') {
+      unsigned unit = 0, low = 0;
+      if (i + 1 < end && data[i + 1] == 'u' && hex4(i + 2, unit) && unit >= 0xD800 && unit <= 0xDFFF) {
+        const bool paired = unit <= 0xDBFF && i + 7 < end && data[i + 6] == '\\' && data[i + 7] == 'u' &&
+                            hex4(i + 8, low) && low >= 0xDC00 && low <= 0xDFFF;
+        if (paired) {
+          i += 12;
+          continue;
+        }
+        std::memcpy(data + i + 2, "fffd", 4);
+        ++replaced;
+        i += 6;
+        continue;
+      }
+      i += 2;  // any other escape: its second byte is never the start of one
+      continue;
+    }
+    if (c < 0x80) {
+      ++i;
+      continue;
+    }
+    size_t length = 0;
+    unsigned char low_bound = 0x80, high_bound = 0xBF;  // the second byte's range
+    if (c >= 0xC2 && c <= 0xDF) {
+      length = 2;
+    } else if (c >= 0xE0 && c <= 0xEF) {
+      length = 3;
+      if (c == 0xE0) low_bound = 0xA0;  // overlong
+      if (c == 0xED) high_bound = 0x9F;  // UTF-16 surrogates
+    } else if (c >= 0xF0 && c <= 0xF4) {
+      length = 4;
+      if (c == 0xF0) low_bound = 0x90;  // overlong
+      if (c == 0xF4) high_bound = 0x8F;  // past U+10FFFF
+    }
+    bool valid = length > 0 && i + length <= end;
+    for (size_t k = 1; valid && k < length; ++k) {
+      const auto next = static_cast<unsigned char>(data[i + k]);
+      valid = k == 1 ? next >= low_bound && next <= high_bound : (next & 0xC0) == 0x80;
+    }
+    if (valid) {
+      i += length;
+    } else {
+      data[i++] = '?';
+      ++replaced;
+    }
+  }
+  return replaced;
+}
+
 // Fast key test on the raw (escaped) key text, which is followed by its closing quote.
 template <size_t N>
 bool key_is(const char* raw_key, const char (&expected)[N]) {

@@ -295,6 +295,11 @@ void TraceParser::finish() {
     warn("clamped " + with_commas(stats.negative_durations) + " negative duration" +
          (stats.negative_durations == 1 ? "" : "s") + " to 0");
   }
+  if (repaired_events_ > 0) {
+    warn("read " + with_commas(repaired_events_) + " event" + (repaired_events_ == 1 ? "" : "s") +
+         " with invalid UTF-8 bytes or unpaired surrogate escapes replaced by '?' or U+FFFD (first at byte " +
+         std::to_string(first_repaired_) + ")");
+  }
 }
 
 std::variant<Timeline, LoadError> TraceParser::run(const LoadOptions& options) {

@@ -96,6 +96,8 @@ class TraceParser {
   std::string first_malformed_;
   std::string first_syntax_error_;
   size_t syntax_warnings_ = 0;
+  size_t repaired_events_ = 0;  // read after repair_text(): invalid UTF-8 or unpaired surrogates replaced
+  size_t first_repaired_ = 0;
   const std::function<void(uint64_t, uint64_t)>* on_bytes_ = nullptr;  // LoadOptions::on_bytes_parsed
   size_t bytes_reported_ = 0;
   size_t extent_scan_budget_ = 0;  // set in run(): bytes the long event-extent scans may read in all

@@ -47,7 +47,7 @@ TEST_CASE("loader: bad input gives one-line errors naming the file and the posit
         "trace.json: byte 20: expected ',' or '}' after the value of \"schemaVersion\"");
   CHECK(load_error("{\"traceEvents\": [{\"ph\": \"X\", \"name\": \"a\", \"ts\": 1, \"dur\": }]}") ==
         "trace.json: byte 17: invalid JSON (an unescaped quote or backslash?) in an event");
-  CHECK(load_error("{\"traceEvents\": [{\"ph\": \"X\", \"name\": \"\xff\xfe\", \"ts\": 1, \"dur\": 1}]}") ==
+  CHECK(load_error("{\"traceEvents\": [{\"ph\": \"X\", \xff\"name\": \"a\", \"ts\": 1, \"dur\": 1}]}") ==
         "trace.json: byte 17: invalid UTF-8 bytes in an event");
   CHECK(load_error("\x89PNG\r\n\x1a\n\0\0", "image.json") ==
         "image.json: byte 0: expected a JSON object or array (this does not look like a PyTorch profiler trace)");
@@ -71,20 +71,36 @@ TEST_CASE("loader: bad input gives one-line errors naming the file and the posit
   REQUIRE(std::holds_alternative<LoadError>(directory));
 }
 
-TEST_CASE("loader: non-UTF-8 bytes inside one event skip that event and keep the rest") {
+TEST_CASE("loader: invalid UTF-8 and unpaired surrogates in names are replaced, the events kept") {
+  // A name cut inside a multi-byte character, Latin-1 text, a lone \ud800: the event's time counts, its
+  // name shows '?' (each invalid byte) or U+FFFD (each unpaired surrogate escape). Skipping such events
+  // lost every launch of a kernel whose name carried one, with all its GPU time.
   TraceBuilder trace;
   trace.cpu_op("before", 10, 1);
-  trace.raw_event("{\"ph\": \"X\", \"cat\": \"cpu_op\", \"name\": \"caf\xe9\", \"pid\": 1, \"tid\": 1, \"ts\": 11, "
+  trace.raw_event("{\"ph\": \"X\", \"cat\": \"cpu_op\", \"name\": \"caf\xe9 \xe2\x82 x\", \"pid\": 1, \"tid\": 1, "
+                  "\"ts\": 11, \"dur\": 1}");
+  trace.raw_event("{\"ph\": \"X\", \"cat\": \"cpu_op\", \"name\": \"a\\ud800b\\udfff\\ud83d\\ude00\", \"pid\": 1, "
+                  "\"tid\": 1, \"ts\": 12, \"dur\": 1}");
+  trace.raw_event("{\"ph\": \"X\", \"cat\": \"cpu_op\", \"name\": \"\xc0\xaf\xed\xa0\x80\xf4\x90\x80\x80\", \"pid\": 1, "
+                  "\"tid\": 1, \"ts\": 13, \"dur\": 1}");
+  // Outside a string no replacement makes JSON of it: skipped as before.
+  trace.raw_event("{\"ph\": \"X\", \"cat\": \"cpu_op\", \xff\"name\": \"lost\", \"pid\": 1, \"tid\": 1, \"ts\": 14, "
                   "\"dur\": 1}");
-  trace.cpu_op("after", 12, 1);
+  trace.cpu_op("after", 15, 1);
+  const std::string text = trace.json();
   Timeline timeline = trace.load();
-  REQUIRE(timeline.events.size() == 2);
+  REQUIRE(timeline.events.size() == 5);
   CHECK(timeline.name(0) == "before");
-  CHECK(timeline.name(1) == "after");
+  CHECK(timeline.name(1) == "caf? ?? x");
+  CHECK(timeline.name(2) == "a\xef\xbf\xbd" "b\xef\xbf\xbd\xf0\x9f\x98\x80");
+  CHECK(timeline.name(3) == "?????????");  // overlong, an encoded surrogate, past U+10FFFF
+  CHECK(timeline.name(4) == "after");
   CHECK(timeline.stats.recovered_errors == 1);
-  REQUIRE(timeline.stats.warnings.size() == 1);
-  CHECK(timeline.stats.warnings[0].find("trace.json: byte ") == 0);
+  REQUIRE(timeline.stats.warnings.size() == 2);
   CHECK(timeline.stats.warnings[0].find(": invalid UTF-8 bytes in an event; skipped ") != std::string::npos);
+  CHECK(timeline.stats.warnings[1] ==
+        "trace.json: read 3 events with invalid UTF-8 bytes or unpaired surrogate escapes replaced by '?' or "
+        "U+FFFD (first at byte " + std::to_string(text.find("{\"ph\": \"X\", \"cat\": \"cpu_op\", \"name\": \"caf")) + ")");
 }
 
 TEST_CASE("loader: a file cut inside an event keeps the events before the cut") {
