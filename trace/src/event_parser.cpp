@@ -435,6 +435,7 @@ EventStatus ChunkParser::store(EventFields& fields, size_t offset) {
   const bool instant = phase == 'i' || phase == 'I';
   if (phase != 'X' && !instant) {
     ++chunk_.unknown_phases;
+    if (phase == 'B' || phase == 'E') ++chunk_.begin_end_events;
     return EventStatus::Skipped;
   }
   if (!fields.has_name || fields.bad_name) {

@@ -130,6 +130,7 @@ void TraceParser::merge(EventChunk chunk) {
   stats.malformed_events += chunk.malformed_events;
   stats.negative_durations += chunk.negative_durations;
   stats.unknown_phases += chunk.unknown_phases;
+  stats.begin_end_events += chunk.begin_end_events;
   any_category_ = any_category_ || chunk.any_category;
   if (first_malformed_.empty()) first_malformed_ = std::move(chunk.first_malformed);
 
@@ -294,6 +295,12 @@ void TraceParser::finish() {
   if (stats.negative_durations > 0) {
     warn("clamped " + with_commas(stats.negative_durations) + " negative duration" +
          (stats.negative_durations == 1 ? "" : "s") + " to 0");
+  }
+  if (stats.begin_end_events > 0) {
+    warn("ignored " + with_commas(stats.begin_end_events) + " begin/end (\"ph\": \"B\"/\"E\") event" +
+         (stats.begin_end_events == 1 ? "" : "s") +
+         ": ptadvise reads complete (\"X\") events, as the PyTorch profiler writes them; their time is not "
+         "in the results");
   }
   if (repaired_events_ > 0) {
     warn("read " + with_commas(repaired_events_) + " event" + (repaired_events_ == 1 ? "" : "s") +

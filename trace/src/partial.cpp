@@ -1,3 +1,4 @@
+#include <algorithm>
 #include <cstdio>
 
 #include "ptadvise/loader.h"
@@ -13,9 +14,19 @@ std::optional<std::string> partial_trace_problem(const Timeline& timeline, doubl
   const double event_share = stats.events_seen == 0 ? 0.0
                                                      : static_cast<double>(stats.malformed_events) /
                                                            static_cast<double>(stats.events_seen);
-  if (byte_share <= max_lost_share && event_share <= max_lost_share) return std::nullopt;
+  // Begin/end events are not read (docs/TRACE_LOADING.md, "Events"): a trace made of them is mostly lost.
+  const double begin_end_share = stats.events_seen == 0 ? 0.0
+                                                         : static_cast<double>(stats.begin_end_events) /
+                                                               static_cast<double>(stats.events_seen);
+  if (byte_share <= max_lost_share && event_share <= max_lost_share && begin_end_share <= max_lost_share) {
+    return std::nullopt;
+  }
   char text[256];
-  if (byte_share >= event_share) {
+  if (begin_end_share > std::max(byte_share, event_share)) {
+    std::snprintf(text, sizeof text, "%.1f%% of the events (%llu of %llu) are begin/end (\"B\"/\"E\") events, which are not read",
+                  begin_end_share * 100, static_cast<unsigned long long>(stats.begin_end_events),
+                  static_cast<unsigned long long>(stats.events_seen));
+  } else if (byte_share >= event_share) {
     std::snprintf(text, sizeof text, "%.1f%% of the trace (%s%llu of %llu bytes) could not be read", byte_share * 100,
                   stats.unread_bytes > 0 ? "about " : "", static_cast<unsigned long long>(lost),
                   static_cast<unsigned long long>(whole));

@@ -182,6 +182,37 @@ TEST_CASE("hostile: a trace mostly lost is partial; one lost event is not") {
   CHECK(ptadvise::partial_trace_problem(mostly_malformed)->find("75.0% of the events (30 of 40)") != std::string::npos);
 }
 
+TEST_CASE("hostile: begin/end events are said to be ignored; a trace made of them is partial, not green") {
+  // 40 "B"/"E" pairs beside 10 complete events: the pairs' time is not read. They used to be counted as
+  // unknown phases in silence, and a trace of them analysed as an idle one: "No findings", exit 0.
+  TraceBuilder trace;
+  for (int i = 0; i < 10; ++i) trace.cpu_op("op" + std::to_string(i), 10 * i, 5);
+  for (int i = 0; i < 40; ++i) {
+    trace.raw_event("{\"ph\": \"B\", \"name\": \"aten::mm\", \"pid\": 1, \"tid\": 1, \"ts\": " + std::to_string(200 + 10 * i) + "}");
+    trace.raw_event("{\"ph\": \"E\", \"pid\": 1, \"tid\": 1, \"ts\": " + std::to_string(205 + 10 * i) + "}");
+  }
+  Timeline timeline = load_ok(trace.json());
+  CHECK(timeline.events.size() == 10);
+  CHECK(timeline.stats.begin_end_events == 80);
+  CHECK(timeline.stats.unknown_phases == 80);
+  CHECK(timeline.stats.warnings ==
+        std::vector<std::string>{"trace.json: ignored 80 begin/end (\"ph\": \"B\"/\"E\") events: ptadvise reads complete "
+                                 "(\"X\") events, as the PyTorch profiler writes them; their time is not in the results"});
+  REQUIRE(ptadvise::partial_trace_problem(timeline));
+  CHECK(*ptadvise::partial_trace_problem(timeline) ==
+        "trace.json: 88.9% of the events (80 of 90) are begin/end (\"B\"/\"E\") events, which are not read; results on "
+        "the rest would not describe the run (pass --accept-partial to analyse it anyway)");
+  // A few, and counters (which hold no time of ops), are not partial.
+  TraceBuilder few;
+  for (int i = 0; i < 100; ++i) few.cpu_op("op" + std::to_string(i), 10 * i, 5);
+  few.raw_event("{\"ph\": \"B\", \"name\": \"x\", \"pid\": 1, \"tid\": 1, \"ts\": 2000}");
+  for (int i = 0; i < 50; ++i) few.raw_event("{\"ph\": \"C\", \"name\": \"mem\", \"pid\": 1, \"ts\": 5, \"args\": {\"v\": 1}}");
+  Timeline kept = load_ok(few.json());
+  CHECK(kept.stats.begin_end_events == 1);
+  CHECK(kept.stats.unknown_phases == 51);
+  CHECK_FALSE(ptadvise::partial_trace_problem(kept));
+}
+
 TEST_CASE("hostile: a .json.gz cut short keeps what inflates, with the cut-file warning") {
   std::string text = ops_trace(5000, 100000, "");
   std::string compressed = gzip(text);
