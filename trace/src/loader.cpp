@@ -5,10 +5,14 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <new>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
 
 #include "event_windows.h"
 #include "links.h"
@@ -257,6 +261,41 @@ std::optional<std::string> TraceParser::bound_times() {
   return std::nullopt;
 }
 
+// Events of a category no version of the profiler writes are kept as EventKind::Other, which no figure
+// counts: a writer that renamed "kernel" would otherwise show an idle GPU without a word. Categories the
+// profiler writes for work ptadvise does not analyse are not named.
+void TraceParser::warn_unknown_categories() {
+  static const std::array<std::string_view, 7> kKnownOther = {
+      "Trace", "overhead", "cuda_profiler_range", "glow_runtime", "external_correlation", "hpu_op", "cpu_instant_event"};
+  const Events& events = timeline_.events;
+  std::unordered_map<StringId, size_t> counts;
+  for (EventIndex i = 0; i < events.size(); ++i) {
+    if (events.kind[i] == EventKind::Other) ++counts[events.category[i]];
+  }
+  std::vector<std::pair<size_t, std::string_view>> unknown;
+  size_t total = 0;
+  for (const auto& [category, count] : counts) {
+    const std::string_view text = timeline_.strings.view(category);
+    if (std::find(kKnownOther.begin(), kKnownOther.end(), text) != kKnownOther.end() || text.starts_with("mtia_")) continue;
+    unknown.emplace_back(count, text);
+    total += count;
+  }
+  timeline_.stats.unknown_category_events = total;
+  const uint64_t seen = timeline_.stats.events_seen;
+  if (total * 100 < seen) return;  // under 1% of the entries: not worth a line
+  std::sort(unknown.begin(), unknown.end(), [](const auto& a, const auto& b) {
+    return a.first != b.first ? a.first > b.first : a.second < b.second;
+  });
+  std::string list;
+  for (size_t k = 0; k < unknown.size() && k < 3; ++k) {
+    list += std::string(k == 0 ? "" : ", ") + "\"" + shorten(unknown[k].second, 40) + "\" " +
+            with_commas(unknown[k].first);
+  }
+  if (unknown.size() > 3) list += ", ...";
+  warn(with_commas(total) + " of " + with_commas(seen) + " events have a category ptadvise does not read (" +
+       list + "): no figure counts their time");
+}
+
 void TraceParser::finish() {
   Events& events = timeline_.events;
   int64_t min_ts = 0, max_ts = 0;
@@ -296,6 +335,7 @@ void TraceParser::finish() {
     warn("clamped " + with_commas(stats.negative_durations) + " negative duration" +
          (stats.negative_durations == 1 ? "" : "s") + " to 0");
   }
+  warn_unknown_categories();
   if (stats.begin_end_events > 0) {
     warn("ignored " + with_commas(stats.begin_end_events) + " begin/end (\"ph\": \"B\"/\"E\") event" +
          (stats.begin_end_events == 1 ? "" : "s") +

@@ -50,6 +50,7 @@ class TraceParser {
   // longer together than any run (numbers.h: kMaxDistanceNs, kMaxTotalDurationNs).
   std::optional<std::string> bound_times();
   void finish();
+  void warn_unknown_categories();
   void report_bytes(size_t pos);
   // Incremental reads: bytes up to `end` (at least) are read; fill_all() reads the rest of the file, for
   // the scans that may run far (a broken event, the top level). skip_space_read() and value_end_read()

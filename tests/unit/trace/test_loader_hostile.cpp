@@ -213,6 +213,40 @@ TEST_CASE("hostile: begin/end events are said to be ignored; a trace made of the
   CHECK_FALSE(ptadvise::partial_trace_problem(kept));
 }
 
+TEST_CASE("hostile: events of a category no profiler writes are named; a trace made of them is partial") {
+  // A writer that renamed "kernel": the kernels are kept as "other", which no figure counts; the check
+  // used to show an idle GPU and pass.
+  TraceBuilder trace;
+  for (int i = 0; i < 10; ++i) trace.cpu_op("op" + std::to_string(i), 10 * i, 5);
+  for (int i = 0; i < 20; ++i) {
+    trace.raw_event("{\"ph\": \"X\", \"cat\": \"gpu_kernel_v2\", \"name\": \"sgemm\", \"pid\": 0, \"tid\": 7, \"ts\": " +
+                    std::to_string(200 + 10 * i) + ", \"dur\": 5}");
+  }
+  trace.raw_event("{\"ph\": \"X\", \"cat\": \"overhead\", \"name\": \"CUPTI\", \"pid\": 0, \"tid\": 1, \"ts\": 5, \"dur\": 1}");
+  trace.raw_event("{\"ph\": \"X\", \"cat\": \"mtia_runtime\", \"name\": \"x\", \"pid\": 0, \"tid\": 1, \"ts\": 6, \"dur\": 1}");
+  Timeline timeline = load_ok(trace.json());
+  CHECK(timeline.events.size() == 32);
+  CHECK(timeline.stats.unknown_category_events == 20);
+  CHECK(timeline.stats.warnings == std::vector<std::string>{"trace.json: 20 of 32 events have a category ptadvise does not "
+                                                            "read (\"gpu_kernel_v2\" 20): no figure counts their time"});
+  REQUIRE(ptadvise::partial_trace_problem(timeline));
+  CHECK(*ptadvise::partial_trace_problem(timeline) ==
+        "trace.json: 62.5% of the events (20 of 32) have a category ptadvise does not read; results on the rest "
+        "would not describe the run (pass --accept-partial to analyse it anyway)");
+  // Categories the profiler writes for work ptadvise does not analyse are not named, nor is an unknown
+  // one under 1% of the events.
+  TraceBuilder known;
+  for (int i = 0; i < 300; ++i) known.cpu_op("op" + std::to_string(i), 10 * i, 5);
+  for (int i = 0; i < 50; ++i) {
+    known.raw_event("{\"ph\": \"X\", \"cat\": \"overhead\", \"name\": \"CUPTI\", \"pid\": 0, \"tid\": 1, \"ts\": 5, \"dur\": 1}");
+  }
+  known.raw_event("{\"ph\": \"X\", \"cat\": \"critical_path\", \"name\": \"x\", \"pid\": 0, \"tid\": 1, \"ts\": 6, \"dur\": 1}");
+  Timeline quiet = load_ok(known.json());
+  CHECK(quiet.stats.unknown_category_events == 1);
+  CHECK(quiet.stats.warnings.empty());
+  CHECK_FALSE(ptadvise::partial_trace_problem(quiet));
+}
+
 TEST_CASE("hostile: a .json.gz cut short keeps what inflates, with the cut-file warning") {
   std::string text = ops_trace(5000, 100000, "");
   std::string compressed = gzip(text);

@@ -141,6 +141,7 @@ struct LoadStats {
   uint64_t negative_durations = 0;  // clamped to 0
   uint64_t unknown_phases = 0;      // phases we do not use (C counters, b/e async, B/E, ...)
   uint64_t begin_end_events = 0;    // of those, B/E duration events: time the results do not hold
+  uint64_t unknown_category_events = 0;  // kept as EventKind::Other: a category no profiler version writes
   uint64_t truncated_bytes = 0;     // bytes after the last complete event of a cut file
   uint64_t recovered_errors = 0;    // JSON syntax errors skipped by resynchronising at the next event
   uint64_t lost_bytes = 0;          // bytes of the event list skipped because of syntax errors
