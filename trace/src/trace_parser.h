@@ -20,6 +20,21 @@ namespace ptadvise::detail {
 
 class WindowPool;
 
+// Calls `f` on each column the parser fills (parent and launch come later, from the link pass).
+template <class F>
+inline void for_each_parsed_column(Events& events, F&& f) {
+  f(events.ts_ns);
+  f(events.dur_ns);
+  f(events.kind);
+  f(events.name);
+  f(events.category);
+  f(events.track);
+  f(events.correlation);
+  f(events.external_id);
+  f(events.args_offset);
+  f(events.args_length);
+}
+
 class TraceParser {
  public:
   // `pending`: the part of the input not read yet (read_input_file's incremental reads), or nullptr.
