@@ -54,6 +54,7 @@ struct EventChunk {
   std::vector<Name> names;
 
   uint64_t events_seen = 0, malformed_events = 0, negative_durations = 0, unknown_phases = 0, begin_end_events = 0;
+  std::unordered_map<StringId, uint64_t> other_events;  // events of kind Other, by local category id
   bool any_category = false;
   std::string first_malformed;  // "byte N: reason" of the first malformed event
 

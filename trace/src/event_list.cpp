@@ -96,7 +96,7 @@ TraceParser::SingleResult TraceParser::parse_single_event(size_t start) {
     return {end, false, false};
   } else {
     // Invalid UTF-8 (a name cut inside a character) or an unpaired surrogate escape: the event is read
-    // with those bytes replaced rather than lost with its time (docs/TRACE_LOADING.md, "Recovery"). When
+    // with those bytes replaced rather than lost with its time (docs/TRACE_LOADING.md, "Recoverable"). When
     // that does not help, the first error is the one told.
     const simdjson::error_code first_error = error;
     const size_t failed_at = error_at;

@@ -463,6 +463,7 @@ EventStatus ChunkParser::store(EventFields& fields, size_t offset) {
           static_cast<uint8_t>(static_cast<uint8_t>(kind_of_category(chunk_.strings.view(category))) + 1);
     }
     kind = static_cast<EventKind>(category_kind_[category] - 1);
+    if (kind == EventKind::Other) ++chunk_.other_events[category];  // rare: said when unknown (loaded_checks.cpp)
   }
   if (fields.dur_ns < 0) {
     ++chunk_.negative_durations;

@@ -72,14 +72,10 @@ std::optional<std::string> TraceParser::bound_times() {
 void TraceParser::warn_unknown_categories() {
   static const std::array<std::string_view, 7> kKnownOther = {
       "Trace", "overhead", "cuda_profiler_range", "glow_runtime", "external_correlation", "hpu_op", "cpu_instant_event"};
-  const Events& events = timeline_.events;
-  std::unordered_map<StringId, size_t> counts;
-  for (EventIndex i = 0; i < events.size(); ++i) {
-    if (events.kind[i] == EventKind::Other) ++counts[events.category[i]];
-  }
-  std::vector<std::pair<size_t, std::string_view>> unknown;
-  size_t total = 0;
-  for (const auto& [category, count] : counts) {
+  // Counted as the events were parsed (ChunkParser::store), so no pass over the events here.
+  std::vector<std::pair<uint64_t, std::string_view>> unknown;
+  uint64_t total = 0;
+  for (const auto& [category, count] : other_events_) {
     const std::string_view text = timeline_.strings.view(category);
     if (std::find(kKnownOther.begin(), kKnownOther.end(), text) != kKnownOther.end() || text.starts_with("mtia_")) continue;
     unknown.emplace_back(count, text);

@@ -140,6 +140,7 @@ void TraceParser::merge(EventChunk chunk) {
 
   std::vector<StringId> strings(chunk.strings.size());
   for (uint32_t s = 0; s < chunk.strings.size(); ++s) strings[s] = timeline_.strings.intern(chunk.strings.view(s));
+  for (const auto& [category, count] : chunk.other_events) other_events_[strings[category]] += count;
   for (const EventChunk::Name& name : chunk.names) {
     if (name.thread) {
       thread_names_[(uint64_t{strings[name.pid]} << 32) | strings[name.tid]] = strings[name.name];

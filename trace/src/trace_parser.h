@@ -112,6 +112,7 @@ class TraceParser {
   std::string first_malformed_;
   std::string first_syntax_error_;
   size_t syntax_warnings_ = 0;
+  std::unordered_map<StringId, uint64_t> other_events_;  // events of kind Other, by category
   size_t repaired_events_ = 0;  // read after repair_text(): invalid UTF-8 or unpaired surrogates replaced
   size_t first_repaired_ = 0;
   const std::function<void(uint64_t, uint64_t)>* on_bytes_ = nullptr;  // LoadOptions::on_bytes_parsed

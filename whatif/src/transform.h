@@ -11,8 +11,6 @@
 
 namespace ptadvise::whatif {
 
-// Earliest times of a few vertices (the background primitive sets one per moved batch): a bit per vertex
-// says which have one, so a replay reads the map for those only and holds no full-size array for them.
 // Replayed times stay within ±2^61 ns, as the loader's do: a chain of scaled work and delays (a batch
 // grown 1,024x on a trace of long ops) then saturates instead of overflowing, and the differences and
 // per-step sums taken of them stay below 2^63. Every schedule (replay.cpp, join.cpp) clamps to it.
@@ -25,6 +23,8 @@ inline int64_t bounded_sum(int64_t a, int64_t b) {
   return std::clamp(sum, -kReplayLimitNs, kReplayLimitNs);
 }
 
+// Earliest times of a few vertices (the background primitive sets one per moved batch): a bit per vertex
+// says which have one, so a replay reads the map for those only and holds no full-size array for them.
 class Floors {
  public:
   static constexpr int64_t kFree = std::numeric_limits<int64_t>::min();
