@@ -209,7 +209,43 @@ def annotation_steps(events, from_ns=None, to_ns=None, thread=None, threads=None
     return None
 
 
-def infer_steps(events, runtime_by_corr):
+CALL_CATS = {None, "", "cpu_op", "Operator", "user_annotation"}
+
+
+def window_home(chunk, runtime_by_corr, threads):
+    """Ids of the CPU ops/annotations enclosing the launch calls of every kernel in `chunk`, innermost
+    first (empty: the launches span top-level events); kernels without a launch call are left out."""
+    home = None
+    for kern in chunk:
+        call = runtime_by_corr.get(as_int(kern.get("args", {}).get("correlation", -1)))
+        if call is None or "_parent" not in call:
+            continue
+        items = threads[(str(call.get("pid")), str(call.get("tid")))]
+        chain, p = [], call["_parent"]
+        while p is not None:
+            if items[p].get("cat") in CALL_CATS:
+                chain.append(id(items[p]))
+            p = items[p]["_parent"]
+        home = chain if home is None else [e for e in home if e in set(chain)]
+        if not home:
+            return []
+    return home or []
+
+
+def cuts_a_call(seq, offset, period, windows, runtime_by_corr, threads):
+    """A boundary between windows inside one host call: both windows launched from inside the same CPU op or
+    annotation, or one from inside the other's (a model call's layers, not iterations)."""
+    prev = window_home(seq[offset:offset + period], runtime_by_corr, threads)
+    for w in range(1, windows):
+        home = window_home(seq[offset + w * period: offset + (w + 1) * period], runtime_by_corr, threads)
+        if prev and home and (prev[0] in home or home[0] in prev):
+            return True
+        prev = home
+    return False
+
+
+def infer_steps(events, runtime_by_corr, threads=None):
+    threads = threads if threads is not None else nest(events)
     by_device = collections.defaultdict(list)
     for e in events:
         if e.get("ph") == "X" and ACTIVITY.get(e.get("cat")) == "kernel":
@@ -247,6 +283,8 @@ def infer_steps(events, runtime_by_corr):
         if best is None:
             continue
         offset = best[1]
+        if cuts_a_call(seq, offset, period, windows, runtime_by_corr, threads):
+            continue
         steps = []
         for w in range(windows):
             chunk = seq[offset + w * period: offset + (w + 1) * period]

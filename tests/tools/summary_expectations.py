@@ -112,7 +112,7 @@ def summarize(path):
             steps = found[0]
             source = "annotations"
     if not steps:
-        steps = infer_steps(events, runtime_by_corr)
+        steps = infer_steps(events, runtime_by_corr, threads)
         source = "inferred"
     if not steps:
         source = "whole-window"

@@ -76,10 +76,77 @@ uint64_t mix64(uint64_t x) {  // splitmix64 finaliser: a well-spread value per n
   return x ^ (x >> 31);
 }
 
+bool is_host_call_kind(EventKind kind) { return kind == EventKind::CpuOp || kind == EventKind::UserAnnotation; }
+
+// Nesting deeper than this is not looked through (hostile traces nest tens of thousands of ops): a launch
+// that deep counts as having no enclosing host event, as before this check existed.
+constexpr size_t kHostNestingLimit = 1024;
+
+// The CPU ops and annotations enclosing `kernel`'s launch call, outermost first; empty when it has no
+// launch call or is nested beyond kHostNestingLimit.
+void host_ancestors(const Events& events, EventIndex kernel, std::vector<EventIndex>& out) {
+  out.clear();
+  const EventIndex call = events.launch[kernel];
+  if (call == kNone) return;
+  size_t walked = 0;
+  for (EventIndex e = events.parent[call]; e != kNone; e = events.parent[e]) {
+    if (++walked > kHostNestingLimit) {
+      out.clear();
+      return;
+    }
+    if (is_host_call_kind(events.kind[e])) out.push_back(e);
+  }
+  std::reverse(out.begin(), out.end());
+}
+
+// Where a window of kernels was launched from: the CPU ops and annotations enclosing the launch calls of
+// all of them (kernels without a launch call are left out), outermost first, so the last is the innermost
+// such call; empty when the launches span top-level events. Ancestor lists all start at the top of their
+// thread, so what encloses every launch is their common beginning: linear in the nesting depth.
+std::vector<EventIndex> window_home(const Events& events, const EventIndex* kernels, size_t count) {
+  std::vector<EventIndex> home, ancestors;
+  bool first = true;
+  for (size_t k = 0; k < count; ++k) {
+    if (events.launch[kernels[k]] == kNone) continue;
+    host_ancestors(events, kernels[k], ancestors);
+    if (first) {
+      home = ancestors;
+      first = false;
+      continue;
+    }
+    size_t common = 0;
+    while (common < home.size() && common < ancestors.size() && home[common] == ancestors[common]) ++common;
+    home.resize(common);
+    if (home.empty()) break;
+  }
+  return home;
+}
+
+// True when some boundary between consecutive windows lies inside one host call: the two windows were
+// launched from inside the same CPU op or annotation, or one from inside the other's (a model call's
+// layers, not iterations). Windows launched from separate calls (two annotated forwards) or from
+// top-level events pass.
+bool boundary_inside_host_call(const Events& events, const std::vector<EventIndex>& sequence, size_t offset,
+                               size_t period, size_t windows) {
+  std::vector<EventIndex> previous = window_home(events, sequence.data() + offset, period);
+  for (size_t w = 1; w < windows; ++w) {
+    std::vector<EventIndex> home = window_home(events, sequence.data() + offset + w * period, period);
+    // Both lists start at the top of one thread: one home encloses the other (or is it) exactly when the
+    // shorter list begins the longer one.
+    const size_t shorter = std::min(previous.size(), home.size());
+    if (shorter > 0 && std::equal(previous.begin(), previous.begin() + static_cast<std::ptrdiff_t>(shorter), home.begin())) {
+      return true;
+    }
+    previous = std::move(home);
+  }
+  return false;
+}
+
 // Infers steps from the kernel sequence of the busiest device: a kernel name whose occurrences are evenly
 // spaced (every L kernels) gives a candidate period L; it is accepted when the sequence splits into at
-// least two windows of L kernels that hold the same multiset of names. The fewest, longest periods win
-// (a whole training step rather than one layer of it).
+// least two windows of L kernels that hold the same multiset of names, and no boundary between windows
+// lies inside one host call (boundary_inside_host_call: a model call's layers repeat too). The fewest,
+// longest periods win (a whole training step rather than one layer of it).
 bool infer_steps(const Timeline& timeline, Analysis& analysis) {
   const Events& events = timeline.events;
   std::vector<std::vector<EventIndex>> kernels_by_device;
@@ -177,6 +244,7 @@ bool infer_steps(const Timeline& timeline, Analysis& analysis) {
       }
     }
     if (best_offset == kNone) continue;
+    if (boundary_inside_host_call(events, sequence, best_offset, period, windows)) continue;
     chosen_period = period;
     chosen_offset = best_offset;
     chosen_windows = windows;

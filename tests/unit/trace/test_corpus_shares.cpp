@@ -42,7 +42,7 @@ const Expected kExpected[] = {
     {"HTA__tests__data__trace_compare__base__base.json.gz",
      0.755982, 0.192366, 0.000000, 0.563616, 99.244018},
     {"TraceLens__tests__traces__b200__eager_trace.json.gz",
-     16.297473, 12.429747, 2.757033, 1.110693, 83.702527},
+     13.725730, 10.240769, 2.534705, 0.950255, 86.274270},
     {"TraceLens__tests__traces__h100__facebook_timesformer-base-finetuned-k400__1016002.json.gz",
      41.416587, 40.481360, 0.000000, 0.935228, 58.583413},
     {"TraceLens__tests__traces__h100__google_owlv2-large-patch14-ensemble__1016001.json.gz",

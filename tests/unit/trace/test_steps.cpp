@@ -133,6 +133,62 @@ TEST_CASE("steps: inferred from a repeating kernel sequence when there are no ma
   CHECK(analysis.step_of(find_event(timeline, "sgd_update", 1)) == 1);
 }
 
+TEST_CASE("steps: layers repeating inside one model call are not steps") {
+  // One `execute_model` call of four identical layers (an inference forward): the kernel sequence repeats
+  // every 2 kernels, but every boundary between such windows lies inside the one call.
+  TraceBuilder trace(Era::Kineto2023);
+  trace.annotation("execute_model", 0, 1000);
+  trace.launch("embedding", 5, 5, 20, 10);
+  double t = 100;
+  for (int layer = 0; layer < 4; ++layer) {
+    trace.cpu_op("aten::linear", t, 40);
+    trace.launch("layer_gemm", t + 5, 5, t + 20, 20);
+    trace.cpu_op("aten::silu", t + 50, 40);
+    trace.launch("layer_act", t + 55, 5, t + 70, 10);
+    t += 200;
+  }
+  Timeline timeline = trace.load();
+  Analysis analysis = analyze(timeline);
+  CHECK(analysis.step_source == StepSource::WholeWindow);
+  CHECK(analysis.steps.size() == 1);
+
+  // The same layers with no call around them (an unannotated loop at the top of its thread) are steps.
+  TraceBuilder loop(Era::Kineto2023);
+  loop.launch("embedding", 5, 5, 20, 10);
+  t = 100;
+  for (int layer = 0; layer < 4; ++layer) {
+    loop.cpu_op("aten::linear", t, 40);
+    loop.launch("layer_gemm", t + 5, 5, t + 20, 20);
+    loop.cpu_op("aten::silu", t + 50, 40);
+    loop.launch("layer_act", t + 55, 5, t + 70, 10);
+    t += 200;
+  }
+  Timeline loop_timeline = loop.load();
+  Analysis loop_analysis = analyze(loop_timeline);
+  CHECK(loop_analysis.step_source == StepSource::Inferred);
+  CHECK(loop_analysis.steps.size() == 4);
+}
+
+TEST_CASE("steps: calls annotated apart inside one wrapper are steps") {
+  // A benchmark wraps everything in one annotation and each forward in its own (warm-up, measure): the
+  // windows' boundaries lie inside the wrapper, but each window was launched from a call of its own.
+  TraceBuilder trace(Era::Kineto2023);
+  trace.annotation("[param|cuda]", 0, 2000);
+  for (int pass = 0; pass < 2; ++pass) {
+    const double t = 100 + 900.0 * pass;
+    trace.annotation(pass == 0 ? "forward|warmup" : "forward|measure", t, 700);
+    for (int k = 0; k < 3; ++k) {
+      trace.cpu_op("aten::linear", t + 10 + 200 * k, 100);
+      trace.launch(k == 2 ? "gemm_out" : "gemm", t + 20 + 200 * k, 5, t + 40 + 200 * k, 50);
+    }
+  }
+  Timeline timeline = trace.load();
+  Analysis analysis = analyze(timeline);
+  CHECK(analysis.step_source == StepSource::Inferred);
+  REQUIRE(analysis.steps.size() == 2);
+  CHECK(analysis.step_note.find("repeats every 3 kernels") != std::string::npos);
+}
+
 TEST_CASE("steps: the whole profiled window is one step when nothing repeats") {
   TraceBuilder trace(Era::Kineto2023);
   trace.cpu_op("aten::conv2d", 50, 100);

@@ -268,27 +268,27 @@ TEST_CASE("replay window: a trace whose steps hold more events than the budget i
   CHECK(all.last == analysis.steps.size() - 1);
   // 8 steady steps are the fewest a window holds: a tiny budget still replays them all.
   CHECK_FALSE(whatif::replay_window(analysis, 1).sampled);
-  // A trace with more steady steps than that, on a budget of a few steps' events.
-  const std::string vllm = std::string(PTADVISE_SHARED_DIR) +
-                           "/traces/TraceLens__tests__traces__inference__vllm_prefilldecode_piecewise__capture_traces__"
-                           "graph_capture_rank_0.1773709679453551615.pt.trace.json.gz";
-  auto big = load_trace_file(vllm);
+  // A trace with more steady steps than that (11), on a budget of one event: the window is 8 steps.
+  const std::string mtia = std::string(PTADVISE_SHARED_DIR) +
+                           "/traces/HTA__tests__data__mtia_inference_trace__mtia_inference_rank_0.json.gz";
+  auto big = load_trace_file(mtia);
   if (!std::holds_alternative<Timeline>(big)) {
-    MESSAGE("skipped: " << vllm << " is absent (the shared traces live beside the project)");
+    MESSAGE("skipped: " << mtia << " is absent (the shared traces live beside the project)");
     return;
   }
   Analysis steps = analyze(std::get<Timeline>(big));
-  REQUIRE(steps.steady_step_count() == 22);
-  const whatif::StepWindow window = whatif::replay_window(steps);
+  REQUIRE(steps.steady_step_count() == 11);
+  const whatif::StepWindow window = whatif::replay_window(steps, 1);
   CHECK(window.sampled);
-  CHECK(window.measured_last - window.measured_first + 1 == 13);
+  CHECK(window.measured_last - window.measured_first + 1 == 8);
   CHECK(window.first + 1 == window.measured_first);
   CHECK(window.last == window.measured_last + 1);
   const whatif::Graph graph = whatif::build_graph(steps, window);
   const whatif::ReplayResult replayed = whatif::replay(graph);
-  CHECK(replayed.steady_steps == 13);
+  CHECK(replayed.steady_steps == 8);
   // The window's measured mean is the closest to the trace's; its replay reproduces it.
-  CHECK(replayed.measured_step_ms == doctest::Approx(2.213).epsilon(0.001));
-  CHECK(steps.step_period_ns() / 1e6 == doctest::Approx(2.214).epsilon(0.001));
+  CHECK(window.measured_first == 1);
+  CHECK(replayed.measured_step_ms == doctest::Approx(24.163).epsilon(0.001));
+  CHECK(steps.step_period_ns() / 1e6 == doctest::Approx(23.829).epsilon(0.001));
   CHECK(replayed.replayed_step_ms == doctest::Approx(replayed.measured_step_ms).epsilon(0.03));
 }
