@@ -213,15 +213,16 @@ CALL_CATS = {None, "", "cpu_op", "Operator", "user_annotation"}
 
 
 def window_home(chunk, runtime_by_corr, threads):
-    """Ids of the CPU ops/annotations enclosing the launch calls of every kernel in `chunk`, innermost
-    first (empty: the launches span top-level events); kernels without a launch call are left out."""
+    """Ids of the host calls enclosing the launches of every kernel in `chunk` (CPU ops, annotations, and the
+    launch call when they share one), innermost first (empty: the launches span top-level calls); kernels
+    without a launch call are left out."""
     home = None
     for kern in chunk:
         call = runtime_by_corr.get(as_int(kern.get("args", {}).get("correlation", -1)))
         if call is None or "_parent" not in call:
             continue
         items = threads[(str(call.get("pid")), str(call.get("tid")))]
-        chain, p = [], call["_parent"]
+        chain, p = [id(call)], call["_parent"]  # the launch call itself: one graph launch is one call
         while p is not None:
             if items[p].get("cat") in CALL_CATS:
                 chain.append(id(items[p]))

@@ -82,12 +82,14 @@ bool is_host_call_kind(EventKind kind) { return kind == EventKind::CpuOp || kind
 // that deep counts as having no enclosing host event, as before this check existed.
 constexpr size_t kHostNestingLimit = 1024;
 
-// The CPU ops and annotations enclosing `kernel`'s launch call, outermost first; empty when it has no
+// The CPU ops and annotations enclosing `kernel`'s launch call, outermost first, then the call itself (one
+// cudaGraphLaunch launches a whole graph: kernels of one launch are inside one call); empty when it has no
 // launch call or is nested beyond kHostNestingLimit.
 void host_ancestors(const Events& events, EventIndex kernel, std::vector<EventIndex>& out) {
   out.clear();
   const EventIndex call = events.launch[kernel];
   if (call == kNone) return;
+  out.push_back(call);
   size_t walked = 0;
   for (EventIndex e = events.parent[call]; e != kNone; e = events.parent[e]) {
     if (++walked > kHostNestingLimit) {
@@ -99,9 +101,9 @@ void host_ancestors(const Events& events, EventIndex kernel, std::vector<EventIn
   std::reverse(out.begin(), out.end());
 }
 
-// Where a window of kernels was launched from: the CPU ops and annotations enclosing the launch calls of
-// all of them (kernels without a launch call are left out), outermost first, so the last is the innermost
-// such call; empty when the launches span top-level events. Ancestor lists all start at the top of their
+// Where a window of kernels was launched from: the host calls enclosing the launches of all of them (CPU
+// ops, annotations, and the launch call when they share one; kernels without a launch call are left out),
+// outermost first, so the last is the innermost; empty when the launches span top-level calls. Ancestor lists all start at the top of their
 // thread, so what encloses every launch is their common beginning: linear in the nesting depth.
 std::vector<EventIndex> window_home(const Events& events, const EventIndex* kernels, size_t count) {
   std::vector<EventIndex> home, ancestors;

@@ -169,6 +169,35 @@ TEST_CASE("steps: layers repeating inside one model call are not steps") {
   CHECK(loop_analysis.steps.size() == 4);
 }
 
+TEST_CASE("steps: layers replayed by one CUDA-graph launch are not steps; one launch per iteration is") {
+  // One cudaGraphLaunch whose graph holds four identical layers: every window lies inside the one call.
+  auto graph_trace = [](int launches, int layers) {
+    TraceBuilder trace(Era::Kineto2023);
+    double t = 100;
+    for (int launch = 0; launch < launches; ++launch) {
+      const int64_t correlation = trace.next_correlation();
+      trace.runtime("cudaGraphLaunch", t, 20, correlation);
+      for (int layer = 0; layer < layers; ++layer) {
+        trace.kernel("layer_gemm", t + 30 + 40 * layer, 20, correlation);
+        trace.kernel("layer_act", t + 50 + 40 * layer, 10, correlation);
+      }
+      t += 100 + 40.0 * layers;
+    }
+    return trace;
+  };
+  TraceBuilder one_call = graph_trace(1, 4);
+  Timeline timeline = one_call.load();
+  Analysis analysis = analyze(timeline);
+  CHECK(analysis.step_source == StepSource::WholeWindow);
+  CHECK(analysis.steps.size() == 1);
+
+  TraceBuilder per_iteration = graph_trace(4, 1);
+  Timeline loop_timeline = per_iteration.load();
+  Analysis loop_analysis = analyze(loop_timeline);
+  CHECK(loop_analysis.step_source == StepSource::Inferred);
+  CHECK(loop_analysis.steps.size() == 4);
+}
+
 TEST_CASE("steps: calls annotated apart inside one wrapper are steps") {
   // A benchmark wraps everything in one annotation and each forward in its own (warm-up, measure): the
   // windows' boundaries lie inside the wrapper, but each window was launched from a call of its own.
