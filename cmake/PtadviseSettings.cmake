@@ -16,6 +16,15 @@ if(PTADVISE_SANITIZE)
   target_link_options(ptadvise_settings INTERFACE ${_san})
 endif()
 if(PTADVISE_FUZZ)
-  target_compile_options(ptadvise_settings INTERFACE -fsanitize=fuzzer-no-link,address,undefined)
+  # Library code gets no coverage callbacks (tests/fuzz/coverage_ignorelist.txt says why). The list is used
+  # through a copy named by its hash, so that editing it changes the command line: everything recompiles,
+  # and ccache (which does not read the list) cannot hand back objects built with the old one.
+  set(_ignorelist ${PROJECT_SOURCE_DIR}/tests/fuzz/coverage_ignorelist.txt)
+  file(SHA1 ${_ignorelist} _ignorelist_hash)
+  string(SUBSTRING ${_ignorelist_hash} 0 12 _ignorelist_hash)
+  set(_ignorelist_copy ${PROJECT_BINARY_DIR}/coverage_ignorelist-${_ignorelist_hash}.txt)
+  configure_file(${_ignorelist} ${_ignorelist_copy} COPYONLY)  # also re-runs CMake when the list changes
+  target_compile_options(ptadvise_settings INTERFACE -fsanitize=fuzzer-no-link,address,undefined
+    -fsanitize-coverage-ignorelist=${_ignorelist_copy})
   target_link_options(ptadvise_settings INTERFACE -fsanitize=address,undefined)
 endif()
