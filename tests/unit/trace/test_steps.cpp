@@ -134,35 +134,30 @@ TEST_CASE("steps: inferred from a repeating kernel sequence when there are no ma
 }
 
 TEST_CASE("steps: layers repeating inside one model call are not steps") {
-  // One `execute_model` call of four identical layers (an inference forward): the kernel sequence repeats
-  // every 2 kernels, but every boundary between such windows lies inside the one call.
-  TraceBuilder trace(Era::Kineto2023);
-  trace.annotation("execute_model", 0, 1000);
-  trace.launch("embedding", 5, 5, 20, 10);
-  double t = 100;
-  for (int layer = 0; layer < 4; ++layer) {
-    trace.cpu_op("aten::linear", t, 40);
-    trace.launch("layer_gemm", t + 5, 5, t + 20, 20);
-    trace.cpu_op("aten::silu", t + 50, 40);
-    trace.launch("layer_act", t + 55, 5, t + 70, 10);
-    t += 200;
-  }
-  Timeline timeline = trace.load();
+  // Four identical layers after an embedding: the kernel sequence repeats every 2 kernels.
+  auto layers = [](bool in_one_call) {
+    TraceBuilder trace(Era::Kineto2023);
+    if (in_one_call) trace.annotation("execute_model", 0, 1000);
+    trace.launch("embedding", 5, 5, 20, 10);
+    double t = 100;
+    for (int layer = 0; layer < 4; ++layer) {
+      trace.cpu_op("aten::linear", t, 40);
+      trace.launch("layer_gemm", t + 5, 5, t + 20, 20);
+      trace.cpu_op("aten::silu", t + 50, 40);
+      trace.launch("layer_act", t + 55, 5, t + 70, 10);
+      t += 200;
+    }
+    return trace;
+  };
+  // Inside one `execute_model` call (an inference forward) every boundary between windows lies in it.
+  TraceBuilder one_call = layers(true);
+  Timeline timeline = one_call.load();
   Analysis analysis = analyze(timeline);
   CHECK(analysis.step_source == StepSource::WholeWindow);
   CHECK(analysis.steps.size() == 1);
 
   // The same layers with no call around them (an unannotated loop at the top of its thread) are steps.
-  TraceBuilder loop(Era::Kineto2023);
-  loop.launch("embedding", 5, 5, 20, 10);
-  t = 100;
-  for (int layer = 0; layer < 4; ++layer) {
-    loop.cpu_op("aten::linear", t, 40);
-    loop.launch("layer_gemm", t + 5, 5, t + 20, 20);
-    loop.cpu_op("aten::silu", t + 50, 40);
-    loop.launch("layer_act", t + 55, 5, t + 70, 10);
-    t += 200;
-  }
+  TraceBuilder loop = layers(false);
   Timeline loop_timeline = loop.load();
   Analysis loop_analysis = analyze(loop_timeline);
   CHECK(loop_analysis.step_source == StepSource::Inferred);
