@@ -164,6 +164,23 @@ TEST_CASE("steps: layers repeating inside one model call are not steps") {
   CHECK(loop_analysis.steps.size() == 4);
 }
 
+TEST_CASE("steps: launches nested deeper than 1,024 host calls are not looked through") {
+  // 1,100 nested annotations around repeating layers (a hostile trace): the check stops at the limit and
+  // takes the launches as enclosed by nothing, as an unannotated loop, instead of walking every level.
+  TraceBuilder trace(Era::Kineto2023);
+  for (int depth = 0; depth < 1100; ++depth) trace.annotation("nest", depth * 0.01, 2000 - depth * 0.02);
+  double t = 100;
+  for (int layer = 0; layer < 4; ++layer) {
+    trace.launch("layer_gemm", t + 5, 5, t + 20, 20);
+    trace.launch("layer_act", t + 55, 5, t + 70, 10);
+    t += 200;
+  }
+  Timeline timeline = trace.load();
+  Analysis analysis = analyze(timeline);
+  CHECK(analysis.step_source == StepSource::Inferred);
+  CHECK(analysis.steps.size() == 4);
+}
+
 TEST_CASE("steps: layers replayed by one CUDA-graph launch are not steps; one launch per iteration is") {
   // One cudaGraphLaunch whose graph holds four identical layers: every window lies inside the one call.
   auto graph_trace = [](int launches, int layers) {
