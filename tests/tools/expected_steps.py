@@ -213,16 +213,15 @@ CALL_CATS = {None, "", "cpu_op", "Operator", "user_annotation"}
 
 
 def window_home(chunk, runtime_by_corr, threads):
-    """Ids of the host calls enclosing the launches of every kernel in `chunk` (CPU ops, annotations, and the
-    launch call when they share one), innermost first (empty: the launches span top-level calls); kernels
-    without a launch call are left out."""
+    """Ids of the CPU ops/annotations enclosing the launch calls of every kernel in `chunk`, innermost first
+    (empty: the launches span top-level calls); kernels without a launch call are left out."""
     home = None
     for kern in chunk:
         call = runtime_by_corr.get(as_int(kern.get("args", {}).get("correlation", -1)))
         if call is None or "_parent" not in call:
             continue
         items = threads[(str(call.get("pid")), str(call.get("tid")))]
-        chain, p = [id(call)], call["_parent"]  # the launch call itself: one graph launch is one call
+        chain, p = [], call["_parent"]
         while p is not None:
             if items[p].get("cat") in CALL_CATS:
                 chain.append(id(items[p]))
@@ -234,10 +233,18 @@ def window_home(chunk, runtime_by_corr, threads):
 
 
 def cuts_a_call(seq, offset, period, windows, runtime_by_corr, threads):
-    """A boundary between windows inside one host call: both windows launched from inside the same CPU op or
-    annotation, or one from inside the other's (a model call's layers, not iterations)."""
+    """A boundary between windows inside one host call: the kernels beside it came from one launch call, or
+    both windows were launched from inside the same CPU op or annotation, or one from inside the other's
+    (a model call's layers, not iterations)."""
+    def call_of(kern):
+        return runtime_by_corr.get(as_int(kern.get("args", {}).get("correlation", -1)))
+
     prev = window_home(seq[offset:offset + period], runtime_by_corr, threads)
     for w in range(1, windows):
+        first = offset + w * period
+        call = call_of(seq[first])
+        if call is not None and call is call_of(seq[first - 1]):
+            return True  # one launch call (a graph replay) on both sides
         home = window_home(seq[offset + w * period: offset + (w + 1) * period], runtime_by_corr, threads)
         if prev and home and (prev[0] in home or home[0] in prev):
             return True

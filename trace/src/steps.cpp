@@ -82,14 +82,12 @@ bool is_host_call_kind(EventKind kind) { return kind == EventKind::CpuOp || kind
 // that deep counts as having no enclosing host event, as before this check existed.
 constexpr size_t kHostNestingLimit = 1024;
 
-// The CPU ops and annotations enclosing `kernel`'s launch call, outermost first, then the call itself (one
-// cudaGraphLaunch launches a whole graph: kernels of one launch are inside one call); empty when it has no
+// The CPU ops and annotations enclosing `kernel`'s launch call, outermost first; empty when it has no
 // launch call or is nested beyond kHostNestingLimit.
 void host_ancestors(const Events& events, EventIndex kernel, std::vector<EventIndex>& out) {
   out.clear();
   const EventIndex call = events.launch[kernel];
   if (call == kNone) return;
-  out.push_back(call);
   size_t walked = 0;
   for (EventIndex e = events.parent[call]; e != kNone; e = events.parent[e]) {
     if (++walked > kHostNestingLimit) {
@@ -101,10 +99,10 @@ void host_ancestors(const Events& events, EventIndex kernel, std::vector<EventIn
   std::reverse(out.begin(), out.end());
 }
 
-// Where a window of kernels was launched from: the host calls enclosing the launches of all of them (CPU
-// ops, annotations, and the launch call when they share one; kernels without a launch call are left out),
-// outermost first, so the last is the innermost; empty when the launches span top-level calls. Ancestor lists all start at the top of their
-// thread, so what encloses every launch is their common beginning: linear in the nesting depth.
+// Where a window of kernels was launched from: the CPU ops and annotations enclosing the launch calls of
+// all of them (kernels without a launch call are left out), outermost first, so the last is the innermost;
+// empty when the launches span top-level calls. Every list starts at the top of its thread, so what
+// encloses every launch is their common beginning: linear in the nesting depth.
 std::vector<EventIndex> window_home(const Events& events, const EventIndex* kernels, size_t count) {
   std::vector<EventIndex> home, ancestors;
   bool first = true;
@@ -124,15 +122,19 @@ std::vector<EventIndex> window_home(const Events& events, const EventIndex* kern
   return home;
 }
 
-// True when some boundary between consecutive windows lies inside one host call: the two windows were
-// launched from inside the same CPU op or annotation, or one from inside the other's (a model call's
-// layers, not iterations). Windows launched from separate calls (two annotated forwards) or from
-// top-level events pass.
+// True when some boundary between consecutive windows lies inside one host call: the kernels on both
+// sides of it came from one launch call (a cudaGraphLaunch replaying a whole graph), or the two windows
+// were launched from inside the same CPU op or annotation, or one from inside the other's (a model call's
+// layers, not iterations). Windows launched from separate calls (two annotated forwards, two aten ops) or
+// from top-level calls pass.
 bool boundary_inside_host_call(const Events& events, const std::vector<EventIndex>& sequence, size_t offset,
                                size_t period, size_t windows) {
   std::vector<EventIndex> previous = window_home(events, sequence.data() + offset, period);
   for (size_t w = 1; w < windows; ++w) {
-    std::vector<EventIndex> home = window_home(events, sequence.data() + offset + w * period, period);
+    const size_t first = offset + w * period;
+    const EventIndex call = events.launch[sequence[first]];
+    if (call != kNone && call == events.launch[sequence[first - 1]]) return true;
+    std::vector<EventIndex> home = window_home(events, sequence.data() + first, period);
     // Both lists start at the top of one thread: one home encloses the other (or is it) exactly when the
     // shorter list begins the longer one.
     const size_t shorter = std::min(previous.size(), home.size());

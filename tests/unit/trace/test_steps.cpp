@@ -210,6 +210,30 @@ TEST_CASE("steps: layers replayed by one CUDA-graph launch are not steps; one la
   CHECK(loop_analysis.steps.size() == 4);
 }
 
+TEST_CASE("steps: one kernel per window: kernels of one op are one call, kernels of separate ops are steps") {
+  // A multi-tensor op launching the same kernel four times repeats every kernel: those are not steps.
+  auto repeats = [](bool op_per_kernel) {
+    TraceBuilder trace(Era::Kineto2023);
+    if (!op_per_kernel) trace.cpu_op("aten::_foreach_add_", 90, 800);
+    for (int k = 0; k < 4; ++k) {
+      const double t = 100 + 200.0 * k;
+      if (op_per_kernel) trace.cpu_op("aten::mm", t, 50);
+      trace.launch("gemm", t + 5, 5, t + 20, 20);
+    }
+    return trace;
+  };
+  TraceBuilder one_op = repeats(false);
+  Timeline timeline = one_op.load();
+  Analysis analysis = analyze(timeline);
+  CHECK(analysis.step_source == StepSource::WholeWindow);
+
+  TraceBuilder benchmark = repeats(true);  // a benchmark loop: one aten::mm per iteration
+  Timeline loop_timeline = benchmark.load();
+  Analysis loop_analysis = analyze(loop_timeline);
+  CHECK(loop_analysis.step_source == StepSource::Inferred);
+  CHECK(loop_analysis.steps.size() == 4);
+}
+
 TEST_CASE("steps: calls annotated apart inside one wrapper are steps") {
   // A benchmark wraps everything in one annotation and each forward in its own (warm-up, measure): the
   // windows' boundaries lie inside the wrapper, but each window was launched from a call of its own.
