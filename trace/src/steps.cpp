@@ -122,28 +122,28 @@ std::vector<EventIndex> window_home(const Events& events, const EventIndex* kern
   return home;
 }
 
-// True when some boundary between consecutive windows lies inside one host call: the kernels on both
-// sides of it came from one launch call (a cudaGraphLaunch replaying a whole graph), or the two windows
-// were launched from inside the same CPU op or annotation, or one from inside the other's (a model call's
-// layers, not iterations). Windows launched from separate calls (two annotated forwards, two aten ops) or
-// from top-level calls pass.
-bool boundary_inside_host_call(const Events& events, const std::vector<EventIndex>& sequence, size_t offset,
-                               size_t period, size_t windows) {
+// The host call that some boundary between consecutive windows lies inside, else kNone: the launch call
+// the kernels on both sides of it came from (a cudaGraphLaunch replaying a whole graph), or the CPU op or
+// annotation both windows were launched from inside (the same one, or one inside the other's): a model
+// call's layers, not iterations. Windows launched from separate calls (two annotated forwards, two aten
+// ops) or from top-level calls pass.
+EventIndex boundary_inside_host_call(const Events& events, const std::vector<EventIndex>& sequence, size_t offset,
+                                     size_t period, size_t windows) {
   std::vector<EventIndex> previous = window_home(events, sequence.data() + offset, period);
   for (size_t w = 1; w < windows; ++w) {
     const size_t first = offset + w * period;
     const EventIndex call = events.launch[sequence[first]];
-    if (call != kNone && call == events.launch[sequence[first - 1]]) return true;
+    if (call != kNone && call == events.launch[sequence[first - 1]]) return call;
     std::vector<EventIndex> home = window_home(events, sequence.data() + first, period);
     // Both lists start at the top of one thread: one home encloses the other (or is it) exactly when the
-    // shorter list begins the longer one.
+    // shorter list begins the longer one; that shorter one's innermost call holds both windows.
     const size_t shorter = std::min(previous.size(), home.size());
     if (shorter > 0 && std::equal(previous.begin(), previous.begin() + static_cast<std::ptrdiff_t>(shorter), home.begin())) {
-      return true;
+      return home[shorter - 1];
     }
     previous = std::move(home);
   }
-  return false;
+  return kNone;
 }
 
 // Infers steps from the kernel sequence of the busiest device: a kernel name whose occurrences are evenly
@@ -151,7 +151,9 @@ bool boundary_inside_host_call(const Events& events, const std::vector<EventInde
 // least two windows of L kernels that hold the same multiset of names, and no boundary between windows
 // lies inside one host call (boundary_inside_host_call: a model call's layers repeat too). The fewest,
 // longest periods win (a whole training step rather than one layer of it).
-bool infer_steps(const Timeline& timeline, Analysis& analysis) {
+// `inside_call` tells, when the longest period found was refused for lying inside one host call, what
+// repeats and where (for the whole window's note).
+bool infer_steps(const Timeline& timeline, Analysis& analysis, std::string& inside_call) {
   const Events& events = timeline.events;
   std::vector<std::vector<EventIndex>> kernels_by_device;
   std::vector<int32_t> device_ids;
@@ -248,7 +250,13 @@ bool infer_steps(const Timeline& timeline, Analysis& analysis) {
       }
     }
     if (best_offset == kNone) continue;
-    if (boundary_inside_host_call(events, sequence, best_offset, period, windows)) continue;
+    if (const EventIndex call = boundary_inside_host_call(events, sequence, best_offset, period, windows); call != kNone) {
+      if (inside_call.empty()) {
+        inside_call = "the kernel sequence repeats every " + std::to_string(period) + " kernels only inside one call (" +
+                      shorten(timeline.strings.view(events.name[call]), 60) + "), as the layers of a call do";
+      }
+      continue;
+    }
     chosen_period = period;
     chosen_offset = best_offset;
     chosen_windows = windows;
@@ -293,7 +301,8 @@ bool counts_for_window(EventKind kind) {
   return kind != EventKind::MemoryInstant && kind != EventKind::Instant && kind != EventKind::Other;
 }
 
-void whole_window_step(const Timeline& timeline, Analysis& analysis) {
+// `inside_call`: why a repeating kernel sequence was not taken for steps (infer_steps), or empty.
+void whole_window_step(const Timeline& timeline, Analysis& analysis, const std::string& inside_call) {
   const Events& events = timeline.events;
   int64_t start = std::numeric_limits<int64_t>::max();
   int64_t end = std::numeric_limits<int64_t>::min();
@@ -311,7 +320,10 @@ void whole_window_step(const Timeline& timeline, Analysis& analysis) {
   step.start_ns = start;
   step.end_ns = end;
   analysis.steps.push_back(step);
-  analysis.step_note = "no ProfilerStep markers, no repeating iteration annotations and no repeating kernel sequence: the profiled window is one step";
+  analysis.step_note = inside_call.empty()
+                            ? "no ProfilerStep markers, no repeating iteration annotations and no repeating kernel sequence: the profiled window is one step"
+                            : "no ProfilerStep markers and no repeating iteration annotations; " + inside_call +
+                                  ": the profiled window is one step";
 }
 
 // The CPU thread that launches most GPU work.
@@ -412,9 +424,10 @@ void find_steps(const Timeline& timeline, const NameClasses& names, Analysis& an
     analysis.steps.clear();
     if (!find_annotation_steps(timeline, names, analysis)) {
       analysis.steps.clear();
-      if (!infer_steps(timeline, analysis)) {
+      std::string inside_call;
+      if (!infer_steps(timeline, analysis, inside_call)) {
         analysis.steps.clear();
-        whole_window_step(timeline, analysis);
+        whole_window_step(timeline, analysis, inside_call);
       }
     }
   }

@@ -155,6 +155,9 @@ TEST_CASE("steps: layers repeating inside one model call are not steps") {
   Analysis analysis = analyze(timeline);
   CHECK(analysis.step_source == StepSource::WholeWindow);
   CHECK(analysis.steps.size() == 1);
+  CHECK(analysis.step_note.starts_with(
+      "no ProfilerStep markers and no repeating iteration annotations; the kernel sequence repeats every 2 kernels "
+      "only inside one call (execute_model), as the layers of a call do: the profiled window is one step;"));
 
   // The same layers with no call around them (an unannotated loop at the top of its thread) are steps.
   TraceBuilder loop = layers(false);
