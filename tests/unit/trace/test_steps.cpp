@@ -1,6 +1,8 @@
 // Steps: ProfilerStep markers, the GPU extent by launch, inference from the kernel sequence, whole window.
 #include <doctest/doctest.h>
 
+#include <utility>
+
 #include "ptadvise/analysis.h"
 #include "test_analysis_helpers.h"
 #include "trace_builder.h"
@@ -133,6 +135,17 @@ TEST_CASE("steps: inferred from a repeating kernel sequence when there are no ma
   CHECK(analysis.step_of(find_event(timeline, "sgd_update", 1)) == 1);
 }
 
+namespace {
+
+// Where a trace's steps come from and how many there are.
+std::pair<StepSource, size_t> found_steps(TraceBuilder& trace) {
+  Timeline timeline = trace.load();
+  Analysis analysis = analyze(timeline);
+  return {analysis.step_source, analysis.steps.size()};
+}
+
+}  // namespace
+
 TEST_CASE("steps: layers repeating inside one model call are not steps") {
   // Four identical layers after an embedding: the kernel sequence repeats every 2 kernels.
   auto layers = [](bool in_one_call) {
@@ -161,10 +174,7 @@ TEST_CASE("steps: layers repeating inside one model call are not steps") {
 
   // The same layers with no call around them (an unannotated loop at the top of its thread) are steps.
   TraceBuilder loop = layers(false);
-  Timeline loop_timeline = loop.load();
-  Analysis loop_analysis = analyze(loop_timeline);
-  CHECK(loop_analysis.step_source == StepSource::Inferred);
-  CHECK(loop_analysis.steps.size() == 4);
+  CHECK(found_steps(loop) == std::pair{StepSource::Inferred, size_t{4}});
 }
 
 TEST_CASE("steps: launches nested deeper than 1,024 host calls are not looked through") {
@@ -178,10 +188,7 @@ TEST_CASE("steps: launches nested deeper than 1,024 host calls are not looked th
     trace.launch("layer_act", t + 55, 5, t + 70, 10);
     t += 200;
   }
-  Timeline timeline = trace.load();
-  Analysis analysis = analyze(timeline);
-  CHECK(analysis.step_source == StepSource::Inferred);
-  CHECK(analysis.steps.size() == 4);
+  CHECK(found_steps(trace) == std::pair{StepSource::Inferred, size_t{4}});
 }
 
 TEST_CASE("steps: layers replayed by one CUDA-graph launch are not steps; one launch per iteration is") {
@@ -201,16 +208,9 @@ TEST_CASE("steps: layers replayed by one CUDA-graph launch are not steps; one la
     return trace;
   };
   TraceBuilder one_call = graph_trace(1, 4);
-  Timeline timeline = one_call.load();
-  Analysis analysis = analyze(timeline);
-  CHECK(analysis.step_source == StepSource::WholeWindow);
-  CHECK(analysis.steps.size() == 1);
-
+  CHECK(found_steps(one_call) == std::pair{StepSource::WholeWindow, size_t{1}});
   TraceBuilder per_iteration = graph_trace(4, 1);
-  Timeline loop_timeline = per_iteration.load();
-  Analysis loop_analysis = analyze(loop_timeline);
-  CHECK(loop_analysis.step_source == StepSource::Inferred);
-  CHECK(loop_analysis.steps.size() == 4);
+  CHECK(found_steps(per_iteration) == std::pair{StepSource::Inferred, size_t{4}});
 }
 
 TEST_CASE("steps: one kernel per window: kernels of one op are one call, kernels of separate ops are steps") {
@@ -226,15 +226,9 @@ TEST_CASE("steps: one kernel per window: kernels of one op are one call, kernels
     return trace;
   };
   TraceBuilder one_op = repeats(false);
-  Timeline timeline = one_op.load();
-  Analysis analysis = analyze(timeline);
-  CHECK(analysis.step_source == StepSource::WholeWindow);
-
+  CHECK(found_steps(one_op) == std::pair{StepSource::WholeWindow, size_t{1}});
   TraceBuilder benchmark = repeats(true);  // a benchmark loop: one aten::mm per iteration
-  Timeline loop_timeline = benchmark.load();
-  Analysis loop_analysis = analyze(loop_timeline);
-  CHECK(loop_analysis.step_source == StepSource::Inferred);
-  CHECK(loop_analysis.steps.size() == 4);
+  CHECK(found_steps(benchmark) == std::pair{StepSource::Inferred, size_t{4}});
 }
 
 TEST_CASE("steps: calls annotated apart inside one wrapper are steps") {
