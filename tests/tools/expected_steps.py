@@ -226,7 +226,8 @@ def window_home(chunk, runtime_by_corr, threads):
             if items[p].get("cat") in CALL_CATS:
                 chain.append(id(items[p]))
             p = items[p]["_parent"]
-        home = chain if home is None else [e for e in home if e in set(chain)]
+        enclosing = set(chain)
+        home = chain if home is None else [e for e in home if e in enclosing]
         if not home:
             return []
     return home or []

@@ -10,6 +10,10 @@
 
 namespace ptadvise::detail {
 
+// A CPU op or an annotation: what a step marker, an iteration range or an enclosing host call can be
+// (not a runtime call, not a Python frame).
+inline bool is_op_or_annotation(EventKind kind) { return kind == EventKind::CpuOp || kind == EventKind::UserAnnotation; }
+
 // What a name means to the analyses; computed once per distinct interned name, never per event.
 enum NameClass : uint16_t {
   kStepMarker = 1u << 0,     // ProfilerStep#N

@@ -20,8 +20,6 @@ constexpr double kWarmupRatio = 1.5;
 // ... or this much longer while doing one-off work (allocations, autotuning) the later steps do not.
 constexpr double kWarmupRatioWithOneOffWork = 1.1;
 
-bool is_host_range(EventKind kind) { return kind == EventKind::CpuOp || kind == EventKind::UserAnnotation; }
-
 // Occurrences of one name on one thread, in time order, none nested in another of the same kind of anchor.
 struct Occurrences {
   StringId name = 0;
@@ -52,7 +50,7 @@ std::vector<Occurrences> collect(const Timeline& timeline, const NameClasses& na
   const Events& events = timeline.events;
   std::map<StringId, Occurrences> by_name;
   for (EventIndex i : timeline.track_events[track]) {
-    if (events.ts_ns[i] < from || events.ts_ns[i] >= to || !is_host_range(events.kind[i])) continue;
+    if (events.ts_ns[i] < from || events.ts_ns[i] >= to || !is_op_or_annotation(events.kind[i])) continue;
     uint16_t classes = names.by_name[events.name[i]];
     bool anchor = (classes & kAnchor) != 0 && !nested_in_anchor(timeline, names, i);
     if (!anchor && !is_top_level_range(timeline, names, i)) continue;
@@ -192,7 +190,7 @@ uint32_t anchor_thread(const Timeline& timeline, const NameClasses& names) {
     if (timeline.tracks[t].kind != TrackKind::Cpu) continue;
     size_t count = 0;
     for (EventIndex i : timeline.track_events[t]) {
-      if (!is_host_range(timeline.events.kind[i])) continue;
+      if (!is_op_or_annotation(timeline.events.kind[i])) continue;
       if ((names.by_name[timeline.events.name[i]] & kAnchor) != 0) ++count;
     }
     const Track& track = timeline.tracks[t];
@@ -220,7 +218,7 @@ bool find_annotation_steps(const Timeline& timeline, const NameClasses& names, A
     if (on_track.empty()) continue;
     int64_t from = std::numeric_limits<int64_t>::max(), to = std::numeric_limits<int64_t>::min();
     for (EventIndex i : on_track) {
-      if (events.parent[i] != kNone || !is_host_range(events.kind[i])) continue;
+      if (events.parent[i] != kNone || !is_op_or_annotation(events.kind[i])) continue;
       from = std::min(from, events.ts_ns[i]);
       to = std::max(to, events.end_ns(i));
     }

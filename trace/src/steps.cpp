@@ -19,8 +19,6 @@ int64_t marker_number(std::string_view name, int64_t fallback) {
   return error == std::errc() && end != digits.data() ? number : fallback;
 }
 
-bool is_marker_kind(EventKind kind) { return kind == EventKind::CpuOp || kind == EventKind::UserAnnotation; }
-
 std::string thread_label(const Timeline& timeline, uint32_t track) {
   const Track& t = timeline.tracks[track];
   return "thread " + std::string(timeline.strings.view(t.tid_text));
@@ -36,7 +34,7 @@ bool find_marker_steps(const Timeline& timeline, const NameClasses& names, Analy
     if (timeline.tracks[t].kind != TrackKind::Cpu) continue;
     size_t count = 0;
     for (EventIndex i : timeline.track_events[t]) {
-      if (is_marker_kind(events.kind[i]) && names.has(timeline, i, kStepMarker)) ++count;
+      if (is_op_or_annotation(events.kind[i]) && names.has(timeline, i, kStepMarker)) ++count;
     }
     if (count == 0) continue;
     const Track& track = timeline.tracks[t];
@@ -49,7 +47,7 @@ bool find_marker_steps(const Timeline& timeline, const NameClasses& names, Analy
   }
   if (best == kNone) return false;
   for (EventIndex i : timeline.track_events[best]) {
-    if (!is_marker_kind(events.kind[i]) || !names.has(timeline, i, kStepMarker)) continue;
+    if (!is_op_or_annotation(events.kind[i]) || !names.has(timeline, i, kStepMarker)) continue;
     // The same marker written twice (as cpu_op and user_annotation) is one step.
     if (!analysis.steps.empty() && analysis.steps.back().start_ns == events.ts_ns[i] &&
         timeline.name(analysis.steps.back().marker) == timeline.name(i)) {
@@ -76,8 +74,6 @@ uint64_t mix64(uint64_t x) {  // splitmix64 finaliser: a well-spread value per n
   return x ^ (x >> 31);
 }
 
-bool is_host_call_kind(EventKind kind) { return kind == EventKind::CpuOp || kind == EventKind::UserAnnotation; }
-
 // Nesting deeper than this is not looked through (hostile traces nest tens of thousands of ops): a launch
 // that deep counts as having no enclosing host event, as before this check existed.
 constexpr size_t kHostNestingLimit = 1024;
@@ -94,7 +90,7 @@ void host_ancestors(const Events& events, EventIndex kernel, std::vector<EventIn
       out.clear();
       return;
     }
-    if (is_host_call_kind(events.kind[e])) out.push_back(e);
+    if (is_op_or_annotation(events.kind[e])) out.push_back(e);
   }
   std::reverse(out.begin(), out.end());
 }
