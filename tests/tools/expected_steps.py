@@ -212,9 +212,14 @@ def annotation_steps(events, from_ns=None, to_ns=None, thread=None, threads=None
 CALL_CATS = {None, "", "cpu_op", "Operator", "user_annotation"}
 
 
+def is_module_call(e):
+    """An nn.Module call as the profiler records it (with_stack / with_modules): a Python frame."""
+    return e.get("cat") == "python_function" and str(e.get("name", "")).startswith("nn.Module: ")
+
+
 def window_home(chunk, runtime_by_corr, threads):
-    """Ids of the CPU ops/annotations enclosing the launch calls of every kernel in `chunk`, innermost first
-    (empty: the launches span top-level calls); kernels without a launch call are left out."""
+    """The CPU ops, annotations and nn.Module frames enclosing the launch calls of every kernel in `chunk`,
+    innermost first (empty: the launches span top-level calls); kernels without a launch call are left out."""
     home = None
     for kern in chunk:
         call = runtime_by_corr.get(as_int(kern.get("args", {}).get("correlation", -1)))
@@ -223,11 +228,11 @@ def window_home(chunk, runtime_by_corr, threads):
         items = threads[(str(call.get("pid")), str(call.get("tid")))]
         chain, p = [], call["_parent"]
         while p is not None:
-            if items[p].get("cat") in CALL_CATS:
-                chain.append(id(items[p]))
+            if items[p].get("cat") in CALL_CATS or is_module_call(items[p]):
+                chain.append(items[p])
             p = items[p]["_parent"]
-        enclosing = set(chain)
-        home = chain if home is None else [e for e in home if e in enclosing]
+        enclosing = {id(e) for e in chain}
+        home = chain if home is None else [e for e in home if id(e) in enclosing]
         if not home:
             return []
     return home or []
@@ -235,10 +240,13 @@ def window_home(chunk, runtime_by_corr, threads):
 
 def cuts_a_call(seq, offset, period, windows, runtime_by_corr, threads):
     """A boundary between windows inside one host call: the kernels beside it came from one launch call, or
-    both windows were launched from inside the same CPU op or annotation, or one from inside the other's
-    (a model call's layers, not iterations)."""
+    one nn.Module call encloses both windows, or both windows were launched from inside the same CPU op or
+    annotation, or one from inside the other's (a model call's layers, not iterations)."""
     def call_of(kern):
         return runtime_by_corr.get(as_int(kern.get("args", {}).get("correlation", -1)))
+
+    def ops(home):
+        return [id(e) for e in home if e.get("cat") in CALL_CATS]
 
     prev = window_home(seq[offset:offset + period], runtime_by_corr, threads)
     for w in range(1, windows):
@@ -247,7 +255,11 @@ def cuts_a_call(seq, offset, period, windows, runtime_by_corr, threads):
         if call is not None and call is call_of(seq[first - 1]):
             return True  # one launch call (a graph replay) on both sides
         home = window_home(seq[offset + w * period: offset + (w + 1) * period], runtime_by_corr, threads)
-        if prev and home and (prev[0] in home or home[0] in prev):
+        both = {id(e) for e in prev}
+        if any(is_module_call(e) and id(e) in both for e in home):
+            return True  # one model call holds both windows
+        before, now = ops(prev), ops(home)
+        if before and now and (before[0] in now or now[0] in before):
             return True
         prev = home
     return False

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <charconv>
 #include <limits>
+#include <optional>
 #include <string>
 
 #include "analysis_detail.h"
@@ -78,9 +79,34 @@ uint64_t mix64(uint64_t x) {  // splitmix64 finaliser: a well-spread value per n
 // that deep counts as having no enclosing host event, as before this check existed.
 constexpr size_t kHostNestingLimit = 1024;
 
-// The CPU ops and annotations enclosing `kernel`'s launch call, outermost first; empty when it has no
-// launch call or is nested beyond kHostNestingLimit.
-void host_ancestors(const Events& events, EventIndex kernel, std::vector<EventIndex>& out) {
+// PyTorch's profiler records each call of an nn.Module (`with_stack` or `with_modules`) as a Python frame
+// named "nn.Module: NAME_N". Other Python frames are not calls here: with `with_stack`, a training loop's
+// own function (or `<module>`) encloses all of its iterations.
+constexpr std::string_view kModuleFramePrefix = "nn.Module: ";
+
+// What counts as a host call that windows of kernels can lie inside.
+class HostCalls {
+ public:
+  explicit HostCalls(const Timeline& timeline) : events_(timeline.events), module_name_(timeline.strings.size(), 0) {
+    for (StringId id = 0; id < timeline.strings.size(); ++id) {
+      module_name_[id] = timeline.strings.view(id).starts_with(kModuleFramePrefix) ? 1 : 0;
+    }
+  }
+  const Events& events() const { return events_; }
+  bool is_module_call(EventIndex e) const {
+    return events_.kind[e] == EventKind::PythonFunction && module_name_[events_.name[e]] != 0;
+  }
+  bool is_call(EventIndex e) const { return is_op_or_annotation(events_.kind[e]) || is_module_call(e); }
+
+ private:
+  const Events& events_;
+  std::vector<uint8_t> module_name_;  // per string: names an nn.Module call
+};
+
+// The host calls (CPU ops, annotations, nn.Module calls) enclosing `kernel`'s launch call, outermost first;
+// empty when it has no launch call or is nested beyond kHostNestingLimit.
+void host_ancestors(const HostCalls& calls, EventIndex kernel, std::vector<EventIndex>& out) {
+  const Events& events = calls.events();
   out.clear();
   const EventIndex call = events.launch[kernel];
   if (call == kNone) return;
@@ -90,21 +116,22 @@ void host_ancestors(const Events& events, EventIndex kernel, std::vector<EventIn
       out.clear();
       return;
     }
-    if (is_op_or_annotation(events.kind[e])) out.push_back(e);
+    if (calls.is_call(e)) out.push_back(e);
   }
   std::reverse(out.begin(), out.end());
 }
 
-// Where a window of kernels was launched from: the CPU ops and annotations enclosing the launch calls of
-// all of them (kernels without a launch call are left out), outermost first, so the last is the innermost;
-// empty when the launches span top-level calls. Every list starts at the top of its thread, so what
-// encloses every launch is their common beginning: linear in the nesting depth.
-std::vector<EventIndex> window_home(const Events& events, const EventIndex* kernels, size_t count) {
+// Where a window of kernels was launched from: the host calls enclosing the launch calls of all of them
+// (kernels without a launch call are left out), outermost first, so the last is the innermost; empty when
+// the launches span top-level calls. Every list starts at the top of its thread, so what encloses every
+// launch is their common beginning: linear in the nesting depth.
+std::vector<EventIndex> window_home(const HostCalls& calls, const EventIndex* kernels, size_t count) {
+  const Events& events = calls.events();
   std::vector<EventIndex> home, ancestors;
   bool first = true;
   for (size_t k = 0; k < count; ++k) {
     if (events.launch[kernels[k]] == kNone) continue;
-    host_ancestors(events, kernels[k], ancestors);
+    host_ancestors(calls, kernels[k], ancestors);
     if (first) {
       home = ancestors;
       first = false;
@@ -119,23 +146,36 @@ std::vector<EventIndex> window_home(const Events& events, const EventIndex* kern
 }
 
 // The host call that some boundary between consecutive windows lies inside, else kNone: the launch call
-// the kernels on both sides of it came from (a cudaGraphLaunch replaying a whole graph), or the CPU op or
-// annotation both windows were launched from inside (the same one, or one inside the other's): a model
-// call's layers, not iterations. Windows launched from separate calls (two annotated forwards, two aten
-// ops) or from top-level calls pass.
-EventIndex boundary_inside_host_call(const Events& events, const std::vector<EventIndex>& sequence, size_t offset,
+// the kernels on both sides of it came from (a cudaGraphLaunch replaying a whole graph); an nn.Module call
+// enclosing both windows (a model's layers, even when each layer is a module call of its own); or the CPU
+// op or annotation both windows were launched from inside (the same one, or one inside the other's).
+// Windows launched from separate calls (two annotated forwards, two aten ops, two calls of the model) or
+// from top-level calls pass.
+EventIndex boundary_inside_host_call(const HostCalls& calls, const std::vector<EventIndex>& sequence, size_t offset,
                                      size_t period, size_t windows) {
-  std::vector<EventIndex> previous = window_home(events, sequence.data() + offset, period);
+  const Events& events = calls.events();
+  auto ops_only = [&events](std::vector<EventIndex> chain) {
+    std::erase_if(chain, [&events](EventIndex e) { return !is_op_or_annotation(events.kind[e]); });
+    return chain;
+  };
+  std::vector<EventIndex> previous = window_home(calls, sequence.data() + offset, period);
   for (size_t w = 1; w < windows; ++w) {
     const size_t first = offset + w * period;
     const EventIndex call = events.launch[sequence[first]];
     if (call != kNone && call == events.launch[sequence[first - 1]]) return call;
-    std::vector<EventIndex> home = window_home(events, sequence.data() + first, period);
-    // Both lists start at the top of one thread: one home encloses the other (or is it) exactly when the
-    // shorter list begins the longer one; that shorter one's innermost call holds both windows.
-    const size_t shorter = std::min(previous.size(), home.size());
-    if (shorter > 0 && std::equal(previous.begin(), previous.begin() + static_cast<std::ptrdiff_t>(shorter), home.begin())) {
-      return home[shorter - 1];
+    std::vector<EventIndex> home = window_home(calls, sequence.data() + first, period);
+    // What encloses both windows is the lists' common beginning; the innermost module call in it holds both.
+    size_t common = 0;
+    while (common < previous.size() && common < home.size() && previous[common] == home[common]) ++common;
+    for (size_t i = common; i-- > 0;) {
+      if (calls.is_module_call(home[i])) return home[i];
+    }
+    // CPU ops and annotations: one home encloses the other (or is it) exactly when the shorter list begins
+    // the longer one; that shorter one's innermost call holds both windows.
+    const std::vector<EventIndex> before = ops_only(previous), now = ops_only(home);
+    const size_t shorter = std::min(before.size(), now.size());
+    if (shorter > 0 && std::equal(before.begin(), before.begin() + static_cast<std::ptrdiff_t>(shorter), now.begin())) {
+      return now[shorter - 1];
     }
     previous = std::move(home);
   }
@@ -221,6 +261,7 @@ bool infer_steps(const Timeline& timeline, Analysis& analysis, std::string& insi
   size_t chosen_period = 0, chosen_offset = 0, chosen_windows = 0;
   StringId chosen_name = 0;
   size_t tried_period = 0;
+  std::optional<HostCalls> calls;  // built for the first period whose windows match
   for (const Candidate& candidate : candidates) {
     if (candidate.period == tried_period) continue;
     tried_period = candidate.period;
@@ -246,7 +287,8 @@ bool infer_steps(const Timeline& timeline, Analysis& analysis, std::string& insi
       }
     }
     if (best_offset == kNone) continue;
-    if (const EventIndex call = boundary_inside_host_call(events, sequence, best_offset, period, windows); call != kNone) {
+    if (!calls) calls.emplace(timeline);
+    if (const EventIndex call = boundary_inside_host_call(*calls, sequence, best_offset, period, windows); call != kNone) {
       if (inside_call.empty()) {
         inside_call = "the kernel sequence repeats every " + std::to_string(period) + " kernels only inside one call (" +
                       shorten(timeline.strings.view(events.name[call]), 60) + "), as the layers of a call do";

@@ -145,4 +145,31 @@ TEST_CASE("corpus: resnet50 without its ProfilerStep markers still has its 6 ite
   CHECK(without.step_period_ns() == doctest::Approx(with_markers.step_period_ns()).epsilon(0.01));
 }
 
+TEST_CASE("corpus: a decode call's layers are not steps without its annotation: one nn.Module call holds them") {
+  const auto traces = testing::corpus_traces();
+  if (!traces) return;
+  const auto loaded = testing::load_corpus_trace(*traces, "TraceLens__tests__traces__b200__eager_trace.json.gz");
+  if (!loaded) return;
+  // The same bytes with the one `execute_context_…` annotation around the model call made a plain Python
+  // frame, as a trace recorded without that record_function would be: the decoder layers then run inside
+  // no CPU op or annotation, only inside the `nn.Module: GptOssForCausalLM_0` frame (with_stack).
+  std::string bytes(loaded->buffer, loaded->buffer_size);
+  const std::string annotation = "\"cat\": \"user_annotation\",\n            \"name\": \"execute_context";
+  const size_t at = bytes.find(annotation);
+  REQUIRE(at != std::string::npos);
+  REQUIRE(bytes.find(annotation, at + 1) == std::string::npos);
+  bytes.replace(at, annotation.size(), "\"cat\": \"python_function\",\n            \"name\": \"execute_context");
+  auto plain_loaded = load_trace_bytes(bytes, "without_annotation.json");
+  REQUIRE(std::holds_alternative<Timeline>(plain_loaded));
+  const Analysis analysis = analyze(std::get<Timeline>(plain_loaded));
+  CHECK(analysis.step_source == StepSource::WholeWindow);
+  CHECK(analysis.steps.size() == 1);
+  CHECK(analysis.step_note.find("the kernel sequence repeats every 42 kernels only inside one call "
+                                "(nn.Module: GptOssForCausalLM_0), as the layers of a call do") != std::string::npos);
+  // As recorded, the annotation holds the same module call: the note names the innermost call of both.
+  const Analysis recorded = analyze(*loaded);
+  CHECK(recorded.step_source == StepSource::WholeWindow);
+  CHECK(recorded.step_note.find("only inside one call (nn.Module: GptOssForCausalLM_0)") != std::string::npos);
+}
+
 TEST_SUITE_END();

@@ -177,6 +177,52 @@ TEST_CASE("steps: layers repeating inside one model call are not steps") {
   CHECK(found_steps(loop) == std::pair{StepSource::Inferred, size_t{4}});
 }
 
+TEST_CASE("steps: layers inside one nn.Module call are not steps, even when each layer is a module call") {
+  // A `with_stack` trace of one forward: the model's frame holds four layer frames, each launching two
+  // kernels from top-level aten ops (no record_function anywhere). Python frames that are not module calls
+  // (the script's own function) hold the whole loop and are not calls.
+  auto model_calls = [](int calls, int layers_per_call) {
+    TraceBuilder trace(Era::Kineto2023);
+    int64_t id = 1;
+    const double call_us = 100 + 200.0 * layers_per_call;
+    trace.python_frame("bench.py(12): <module>", 0, 50 + call_us * calls, id++, -1);
+    double t = 10;
+    for (int call = 0; call < calls; ++call) {
+      const int64_t model = id++;
+      trace.python_frame("nn.Module: Decoder_" + std::to_string(call), t, call_us - 20, model, 1);
+      trace.launch("embedding", t + 5, 5, t + 20, 10);
+      double at = t + 90;
+      for (int layer = 0; layer < layers_per_call; ++layer) {
+        trace.python_frame("nn.Module: Layer_" + std::to_string(layer), at, 190, id++, model);
+        trace.cpu_op("aten::linear", at + 5, 40);
+        trace.launch("layer_gemm", at + 10, 5, at + 20, 20);
+        trace.cpu_op("aten::silu", at + 55, 40);
+        trace.launch("layer_act", at + 60, 5, at + 70, 10);
+        at += 200;
+      }
+      t += call_us;
+    }
+    return trace;
+  };
+  TraceBuilder one_forward = model_calls(1, 4);
+  Timeline timeline = one_forward.load();
+  Analysis analysis = analyze(timeline);
+  CHECK(analysis.step_source == StepSource::WholeWindow);
+  CHECK(analysis.steps.size() == 1);
+  CHECK(analysis.step_note.find("repeats every 2 kernels only inside one call (nn.Module: Decoder_0)") !=
+        std::string::npos);
+  // The model called four times, one layer each (a generate or benchmark loop): each call is a step.
+  TraceBuilder four_forwards = model_calls(4, 1);
+  CHECK(found_steps(four_forwards) == std::pair{StepSource::Inferred, size_t{4}});
+  // Four calls of two layers: the period of a whole call wins; its layers are never tried as steps.
+  TraceBuilder two_layer_calls = model_calls(4, 2);
+  Timeline calls_timeline = two_layer_calls.load();
+  Analysis calls_analysis = analyze(calls_timeline);
+  CHECK(calls_analysis.step_source == StepSource::Inferred);
+  CHECK(calls_analysis.steps.size() == 4);
+  CHECK(calls_analysis.step_note.find("repeats every 5 kernels") != std::string::npos);
+}
+
 TEST_CASE("steps: launches nested deeper than 1,024 host calls are not looked through") {
   // 1,100 nested annotations around repeating layers (a hostile trace): the check stops at the limit and
   // takes the launches as enclosed by nothing, as an unannotated loop, instead of walking every level.
