@@ -332,6 +332,30 @@ bool infer_steps(const Timeline& timeline, Analysis& analysis, std::string& insi
                        " steps inferred from the kernel sequence of GPU " + std::to_string(device_ids[busiest]) +
                        ", which repeats every " + std::to_string(chosen_period) + " kernels (anchor kernel: " +
                        shorten(timeline.strings.view(chosen_name), 60) + ")";
+  // Kernels left outside the windows (fewer than a period) whose names no window runs, before the first
+  // window and after the last: one-off work on both sides of the repeats, as one model call has around its
+  // layers (embedding before, head after). A loop profiled mid-run leaves parts of iterations there
+  // instead. Without host structure that tells (no annotation or nn.Module frame holds the windows) the
+  // steps stand, and the note says what would settle it.
+  std::vector<uint32_t> outside(timeline.strings.size(), 0);  // per name: kernels outside the windows
+  const size_t windows_end = chosen_offset + chosen_windows * chosen_period;
+  for (size_t k = 0; k < chosen_offset; ++k) ++outside[events.name[sequence[k]]];
+  for (size_t k = windows_end; k < count; ++k) ++outside[events.name[sequence[k]]];
+  auto in_no_window = [&](size_t from, size_t to) {
+    size_t found = 0;
+    for (size_t k = from; k < to; ++k) {
+      const StringId name = events.name[sequence[k]];
+      if (outside[name] == occurrences[name]) ++found;
+    }
+    return found;
+  };
+  const size_t prologue = in_no_window(0, chosen_offset), epilogue = in_no_window(windows_end, count);
+  if (prologue > 0 && epilogue > 0) {
+    analysis.step_note += "; " + std::to_string(prologue) + " kernel" + (prologue == 1 ? "" : "s") +
+                          " before the first step and " + std::to_string(epilogue) + " after the last run in no step " +
+                          "(a prologue and an epilogue, as one model call has around its layers): if these steps are "
+                          "layers, call prof.step() every iteration or record with with_stack=True";
+  }
   return true;
 }
 

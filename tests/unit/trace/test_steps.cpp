@@ -223,6 +223,46 @@ TEST_CASE("steps: layers inside one nn.Module call are not steps, even when each
   CHECK(calls_analysis.step_note.find("repeats every 5 kernels") != std::string::npos);
 }
 
+TEST_CASE("steps: repeats framed by kernels no step runs are said to be possibly the layers of one call") {
+  // Top-level layers of three kernels (no annotation, no Python frames): nothing on the host tells one call
+  // from a loop, so the steps stand; an embedding before and a head after them, which no step runs, are
+  // named in the note.
+  auto framed = [](bool prologue, bool epilogue) {
+    TraceBuilder trace(Era::Kineto2023);
+    if (prologue) trace.launch("embedding", 5, 5, 20, 10);
+    double t = 100;
+    for (int layer = 0; layer < 4; ++layer) {
+      trace.cpu_op("aten::linear", t, 40);
+      trace.launch("layer_gemm", t + 5, 5, t + 20, 20);
+      trace.cpu_op("aten::silu", t + 50, 40);
+      trace.launch("layer_act", t + 55, 5, t + 70, 10);
+      trace.cpu_op("aten::add", t + 100, 40);
+      trace.launch("layer_residual", t + 105, 5, t + 120, 10);
+      t += 200;
+    }
+    if (epilogue) trace.launch("lm_head_gemm", t + 5, 5, t + 20, 30);
+    return trace;
+  };
+  const std::string caution =
+      "; 1 kernel before the first step and 1 after the last run in no step (a prologue and an epilogue, as one "
+      "model call has around its layers): if these steps are layers, call prof.step() every iteration or record "
+      "with with_stack=True";
+  TraceBuilder both = framed(true, true);
+  Timeline timeline = both.load();
+  Analysis analysis = analyze(timeline);
+  CHECK(analysis.step_source == StepSource::Inferred);
+  CHECK(analysis.steps.size() == 4);
+  CHECK(analysis.step_note.ends_with(caution));
+  // One-off work on one side only (setup before a loop, as a benchmark has): no caution.
+  for (auto [prologue, epilogue] : {std::pair{true, false}, std::pair{false, true}, std::pair{false, false}}) {
+    TraceBuilder one_side = framed(prologue, epilogue);
+    Timeline one_timeline = one_side.load();
+    Analysis one_analysis = analyze(one_timeline);
+    CHECK(one_analysis.step_source == StepSource::Inferred);
+    CHECK(one_analysis.step_note.find("prologue") == std::string::npos);
+  }
+}
+
 TEST_CASE("steps: launches nested deeper than 1,024 host calls are not looked through") {
   // 1,100 nested annotations around repeating layers (a hostile trace): the check stops at the limit and
   // takes the launches as enclosed by nothing, as an unannotated loop, instead of walking every level.
