@@ -265,6 +265,16 @@ def cuts_a_call(seq, offset, period, windows, runtime_by_corr, threads):
     return False
 
 
+def framed_by_one_offs(names, offset, end):
+    """Kernels outside the windows whose names no window runs, both before the first window and after the
+    last: a prologue and an epilogue around the repeats, as one model call has around its layers."""
+    total = collections.Counter(names)
+    outside = collections.Counter(names[:offset] + names[end:])
+    before = sum(1 for n in names[:offset] if outside[n] == total[n])
+    after = sum(1 for n in names[end:] if outside[n] == total[n])
+    return before > 0 and after > 0
+
+
 def infer_steps(events, runtime_by_corr, threads=None):
     threads = threads if threads is not None else nest(events)
     by_device = collections.defaultdict(list)
@@ -305,6 +315,8 @@ def infer_steps(events, runtime_by_corr, threads=None):
             continue
         offset = best[1]
         if cuts_a_call(seq, offset, period, windows, runtime_by_corr, threads):
+            continue
+        if framed_by_one_offs(names, offset, offset + windows * period):
             continue
         steps = []
         for w in range(windows):

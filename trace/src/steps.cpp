@@ -182,13 +182,38 @@ EventIndex boundary_inside_host_call(const HostCalls& calls, const std::vector<E
   return kNone;
 }
 
+// Kernels left outside the windows (fewer than a period) whose names no window runs, before the first
+// window and after the last: one-off work on both sides of the repeats — a prologue and an epilogue, as one
+// model call has around its layers (an embedding before, a head after). A loop profiled mid-run leaves
+// parts of iterations there instead. `outside` is all zeros per name, and is left so.
+std::pair<size_t, size_t> one_offs_around(const Events& events, const std::vector<EventIndex>& sequence,
+                                          const std::vector<uint32_t>& occurrences, std::vector<uint32_t>& outside,
+                                          size_t first, size_t end) {
+  const size_t count = sequence.size();
+  for (size_t k = 0; k < first; ++k) ++outside[events.name[sequence[k]]];
+  for (size_t k = end; k < count; ++k) ++outside[events.name[sequence[k]]];
+  auto in_no_window = [&](size_t from, size_t to) {
+    size_t found = 0;
+    for (size_t k = from; k < to; ++k) {
+      const StringId name = events.name[sequence[k]];
+      if (outside[name] == occurrences[name]) ++found;
+    }
+    return found;
+  };
+  const std::pair<size_t, size_t> found{in_no_window(0, first), in_no_window(end, count)};
+  for (size_t k = 0; k < first; ++k) outside[events.name[sequence[k]]] = 0;
+  for (size_t k = end; k < count; ++k) outside[events.name[sequence[k]]] = 0;
+  return found;
+}
+
 // Infers steps from the kernel sequence of the busiest device: a kernel name whose occurrences are evenly
 // spaced (every L kernels) gives a candidate period L; it is accepted when the sequence splits into at
-// least two windows of L kernels that hold the same multiset of names, and no boundary between windows
-// lies inside one host call (boundary_inside_host_call: a model call's layers repeat too). The fewest,
-// longest periods win (a whole training step rather than one layer of it).
-// `inside_call` tells, when the longest period found was refused for lying inside one host call, what
-// repeats and where (for the whole window's note).
+// least two windows of L kernels that hold the same multiset of names, the windows are not framed by
+// one-off kernels on both sides (one_offs_around), and no boundary between windows lies inside one host
+// call (boundary_inside_host_call): a model call's layers repeat too. The fewest, longest periods win (a
+// whole training step rather than one layer of it).
+// `inside_call` tells, when the longest period found was refused as parts of one call, what repeats and
+// where (for the whole window's note).
 bool infer_steps(const Timeline& timeline, Analysis& analysis, std::string& inside_call) {
   const Events& events = timeline.events;
   std::vector<std::vector<EventIndex>> kernels_by_device;
@@ -262,6 +287,7 @@ bool infer_steps(const Timeline& timeline, Analysis& analysis, std::string& insi
   StringId chosen_name = 0;
   size_t tried_period = 0;
   std::optional<HostCalls> calls;  // built for the first period whose windows match
+  std::vector<uint32_t> outside;   // per name, for one_offs_around
   for (const Candidate& candidate : candidates) {
     if (candidate.period == tried_period) continue;
     tried_period = candidate.period;
@@ -292,6 +318,18 @@ bool infer_steps(const Timeline& timeline, Analysis& analysis, std::string& insi
       if (inside_call.empty()) {
         inside_call = "the kernel sequence repeats every " + std::to_string(period) + " kernels only inside one call (" +
                       shorten(timeline.strings.view(events.name[call]), 60) + "), as the layers of a call do";
+      }
+      continue;
+    }
+    if (outside.empty()) outside.assign(timeline.strings.size(), 0);
+    if (const auto [before, after] =
+            one_offs_around(events, sequence, occurrences, outside, best_offset, best_offset + windows * period);
+        before > 0 && after > 0) {
+      if (inside_call.empty()) {
+        inside_call = "the kernel sequence repeats every " + std::to_string(period) +
+                      " kernels only between kernels that run once (" + std::to_string(before) + " before it, " +
+                      std::to_string(after) + " after), as the layers of one model call do (if they are " +
+                      "iterations, call prof.step() every iteration)";
       }
       continue;
     }
@@ -332,30 +370,6 @@ bool infer_steps(const Timeline& timeline, Analysis& analysis, std::string& insi
                        " steps inferred from the kernel sequence of GPU " + std::to_string(device_ids[busiest]) +
                        ", which repeats every " + std::to_string(chosen_period) + " kernels (anchor kernel: " +
                        shorten(timeline.strings.view(chosen_name), 60) + ")";
-  // Kernels left outside the windows (fewer than a period) whose names no window runs, before the first
-  // window and after the last: one-off work on both sides of the repeats, as one model call has around its
-  // layers (embedding before, head after). A loop profiled mid-run leaves parts of iterations there
-  // instead. Without host structure that tells (no annotation or nn.Module frame holds the windows) the
-  // steps stand, and the note says what would settle it.
-  std::vector<uint32_t> outside(timeline.strings.size(), 0);  // per name: kernels outside the windows
-  const size_t windows_end = chosen_offset + chosen_windows * chosen_period;
-  for (size_t k = 0; k < chosen_offset; ++k) ++outside[events.name[sequence[k]]];
-  for (size_t k = windows_end; k < count; ++k) ++outside[events.name[sequence[k]]];
-  auto in_no_window = [&](size_t from, size_t to) {
-    size_t found = 0;
-    for (size_t k = from; k < to; ++k) {
-      const StringId name = events.name[sequence[k]];
-      if (outside[name] == occurrences[name]) ++found;
-    }
-    return found;
-  };
-  const size_t prologue = in_no_window(0, chosen_offset), epilogue = in_no_window(windows_end, count);
-  if (prologue > 0 && epilogue > 0) {
-    analysis.step_note += "; " + std::to_string(prologue) + " kernel" + (prologue == 1 ? "" : "s") +
-                          " before the first step and " + std::to_string(epilogue) + " after the last run in no step " +
-                          "(a prologue and an epilogue, as one model call has around its layers): if these steps are "
-                          "layers, call prof.step() every iteration or record with with_stack=True";
-  }
   return true;
 }
 

@@ -152,38 +152,51 @@ TEST_CASE("corpus: a model call's layers are not steps without annotations: one 
   // frame, as the trace would be recorded without them: the layers of its one model call then run inside
   // no CPU op or annotation, only inside the model's `nn.Module` frame (with_stack). Without the frames
   // counted as calls, these were 18, 12 and 12 "steps" of one or two layers each (3.8, 0.6, 12.8 ms).
+  // Then with the Python frames gone too (a category no step inference reads), as a trace recorded without
+  // with_stack: nothing on the host holds the layers, but the kernels that run once before and after them
+  // (embedding, head) frame them.
   struct Case {
     const char* file;
-    const char* repeats;  // what the whole window's note says
-    double period_ms;     // the whole window
+    const char* repeats;       // what the whole window's note says
+    const char* repeats_bare;  // and without Python frames
+    double period_ms;          // the whole window
   };
   const Case cases[] = {
       {"TraceLens__tests__traces__b200__eager_trace.json.gz",
-       "repeats every 42 kernels only inside one call (nn.Module: GptOssForCausalLM_0)", 84.487},
+       "repeats every 42 kernels only inside one call (nn.Module: GptOssForCausalLM_0)",
+       "repeats every 42 kernels only between kernels that run once (7 before it, 4 after)", 84.487},
       {"TraceLens__tests__traces__h100__Falconsai_nsfw_image_detection__1016002.json.gz",
-       "repeats every 12 kernels only inside one call (nn.Module: ViTEncoder_0)", 7.560},
+       "repeats every 12 kernels only inside one call (nn.Module: ViTEncoder_0)",
+       "repeats every 12 kernels only between kernels that run once (7 before it, 2 after)", 7.560},
       {"TraceLens__tests__traces__h100__facebook_timesformer-base-finetuned-k400__1016002.json.gz",
-       "repeats every 36 kernels only inside one call (nn.Module: TimesformerEncoder_0)", 159.992},
+       "repeats every 36 kernels only inside one call (nn.Module: TimesformerEncoder_0)",
+       "repeats every 36 kernels only between kernels that run once (8 before it, 1 after)", 159.992},
+  };
+  auto rename = [](std::string& bytes, const std::string& from, const std::string& to) {
+    size_t renamed = 0;
+    for (size_t at = bytes.find(from); at != std::string::npos; at = bytes.find(from, at + to.size())) {
+      bytes.replace(at, from.size(), to);
+      ++renamed;
+    }
+    return renamed;
   };
   for (const Case& c : cases) {
     CAPTURE(c.file);
     const auto loaded = testing::load_corpus_trace(*traces, c.file);
     if (!loaded) continue;
     std::string bytes(loaded->buffer, loaded->buffer_size);
-    const std::string annotation = "\"cat\": \"user_annotation\"", frame = "\"cat\": \"python_function\"";
-    size_t renamed = 0;
-    for (size_t at = bytes.find(annotation); at != std::string::npos; at = bytes.find(annotation, at)) {
-      bytes.replace(at, annotation.size(), frame);
-      ++renamed;
+    REQUIRE(rename(bytes, "\"cat\": \"user_annotation\"", "\"cat\": \"python_function\"") > 0);
+    for (const bool bare : {false, true}) {
+      CAPTURE(bare);
+      if (bare) REQUIRE(rename(bytes, "\"cat\": \"python_function\"", "\"cat\": \"python_function_x\"") > 0);
+      auto plain_loaded = load_trace_bytes(bytes, "without_annotations.json");
+      REQUIRE(std::holds_alternative<Timeline>(plain_loaded));
+      const Analysis analysis = analyze(std::get<Timeline>(plain_loaded));
+      CHECK(analysis.step_source == StepSource::WholeWindow);
+      CHECK(analysis.steps.size() == 1);
+      CHECK(analysis.step_note.find(bare ? c.repeats_bare : c.repeats) != std::string::npos);
+      CHECK(analysis.step_period_ns() / 1e6 == doctest::Approx(c.period_ms).epsilon(0.0001));
     }
-    REQUIRE(renamed > 0);
-    auto plain_loaded = load_trace_bytes(bytes, "without_annotations.json");
-    REQUIRE(std::holds_alternative<Timeline>(plain_loaded));
-    const Analysis analysis = analyze(std::get<Timeline>(plain_loaded));
-    CHECK(analysis.step_source == StepSource::WholeWindow);
-    CHECK(analysis.steps.size() == 1);
-    CHECK(analysis.step_note.find(c.repeats) != std::string::npos);
-    CHECK(analysis.step_period_ns() / 1e6 == doctest::Approx(c.period_ms).epsilon(0.0001));
   }
   // As recorded, the b200 trace's `execute_context_…` annotation holds the same module call: the note names
   // the innermost call holding the windows.

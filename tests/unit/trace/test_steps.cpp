@@ -223,10 +223,9 @@ TEST_CASE("steps: layers inside one nn.Module call are not steps, even when each
   CHECK(calls_analysis.step_note.find("repeats every 5 kernels") != std::string::npos);
 }
 
-TEST_CASE("steps: repeats framed by kernels no step runs are said to be possibly the layers of one call") {
-  // Top-level layers of three kernels (no annotation, no Python frames): nothing on the host tells one call
-  // from a loop, so the steps stand; an embedding before and a head after them, which no step runs, are
-  // named in the note.
+TEST_CASE("steps: repeats framed by kernels that run once before and after them are the layers of one call") {
+  // Top-level layers of three kernels (no annotation, no Python frames: nothing on the host tells one call
+  // from a loop), with an embedding before and a head after them that no window runs: one forward.
   auto framed = [](bool prologue, bool epilogue) {
     TraceBuilder trace(Era::Kineto2023);
     if (prologue) trace.launch("embedding", 5, 5, 20, 10);
@@ -243,23 +242,20 @@ TEST_CASE("steps: repeats framed by kernels no step runs are said to be possibly
     if (epilogue) trace.launch("lm_head_gemm", t + 5, 5, t + 20, 30);
     return trace;
   };
-  const std::string caution =
-      "; 1 kernel before the first step and 1 after the last run in no step (a prologue and an epilogue, as one "
-      "model call has around its layers): if these steps are layers, call prof.step() every iteration or record "
-      "with with_stack=True";
   TraceBuilder both = framed(true, true);
   Timeline timeline = both.load();
   Analysis analysis = analyze(timeline);
-  CHECK(analysis.step_source == StepSource::Inferred);
-  CHECK(analysis.steps.size() == 4);
-  CHECK(analysis.step_note.ends_with(caution));
-  // One-off work on one side only (setup before a loop, as a benchmark has): no caution.
+  CHECK(analysis.step_source == StepSource::WholeWindow);
+  CHECK(analysis.steps.size() == 1);
+  CHECK(analysis.step_note.starts_with(
+      "no ProfilerStep markers and no repeating iteration annotations; the kernel sequence repeats every 3 kernels "
+      "only between kernels that run once (1 before it, 1 after), as the layers of one model call do (if they "
+      "are iterations, call prof.step() every iteration): the profiled window is one step;"));
+  // One-off work on one side only (setup before a loop, or a last kernel after it; a loop profiled mid-run
+  // has parts of iterations at its edges): the repeats are steps.
   for (auto [prologue, epilogue] : {std::pair{true, false}, std::pair{false, true}, std::pair{false, false}}) {
     TraceBuilder one_side = framed(prologue, epilogue);
-    Timeline one_timeline = one_side.load();
-    Analysis one_analysis = analyze(one_timeline);
-    CHECK(one_analysis.step_source == StepSource::Inferred);
-    CHECK(one_analysis.step_note.find("prologue") == std::string::npos);
+    CHECK(found_steps(one_side) == std::pair{StepSource::Inferred, size_t{4}});
   }
 }
 
