@@ -137,6 +137,29 @@ TEST_CASE("steps: inferred from a repeating kernel sequence when there are no ma
 
 namespace {
 
+// Four identical top-level layers, each kernel launched from an aten op of its own (two kernels a layer,
+// or three), optionally after an embedding kernel, before a head kernel, and inside one `execute_model`
+// annotation.
+TraceBuilder four_layers(int kernels_per_layer, bool embedding, bool head, bool in_one_call) {
+  TraceBuilder trace(Era::Kineto2023);
+  if (in_one_call) trace.annotation("execute_model", 0, 1000);
+  if (embedding) trace.launch("embedding", 5, 5, 20, 10);
+  double t = 100;
+  for (int layer = 0; layer < 4; ++layer) {
+    trace.cpu_op("aten::linear", t, 40);
+    trace.launch("layer_gemm", t + 5, 5, t + 20, 20);
+    trace.cpu_op("aten::silu", t + 50, 40);
+    trace.launch("layer_act", t + 55, 5, t + 70, 10);
+    if (kernels_per_layer == 3) {
+      trace.cpu_op("aten::add", t + 100, 40);
+      trace.launch("layer_residual", t + 105, 5, t + 120, 10);
+    }
+    t += 200;
+  }
+  if (head) trace.launch("lm_head_gemm", t + 5, 5, t + 20, 30);
+  return trace;
+}
+
 // Where a trace's steps come from and how many there are.
 std::pair<StepSource, size_t> found_steps(TraceBuilder& trace) {
   Timeline timeline = trace.load();
@@ -144,31 +167,32 @@ std::pair<StepSource, size_t> found_steps(TraceBuilder& trace) {
   return {analysis.step_source, analysis.steps.size()};
 }
 
+// The note of a trace that is one whole-window step, after checking that it is.
+std::string whole_window_note(TraceBuilder& trace) {
+  Timeline timeline = trace.load();
+  Analysis analysis = analyze(timeline);
+  CHECK(analysis.step_source == StepSource::WholeWindow);
+  CHECK(analysis.steps.size() == 1);
+  return analysis.step_note;
+}
+
+// The note of a trace whose steps are inferred, after checking that they are and how many there are.
+std::string inferred_note(TraceBuilder& trace, size_t steps) {
+  Timeline timeline = trace.load();
+  Analysis analysis = analyze(timeline);
+  CHECK(analysis.step_source == StepSource::Inferred);
+  CHECK(analysis.steps.size() == steps);
+  return analysis.step_note;
+}
+
 }  // namespace
 
 TEST_CASE("steps: layers repeating inside one model call are not steps") {
   // Four identical layers after an embedding: the kernel sequence repeats every 2 kernels.
-  auto layers = [](bool in_one_call) {
-    TraceBuilder trace(Era::Kineto2023);
-    if (in_one_call) trace.annotation("execute_model", 0, 1000);
-    trace.launch("embedding", 5, 5, 20, 10);
-    double t = 100;
-    for (int layer = 0; layer < 4; ++layer) {
-      trace.cpu_op("aten::linear", t, 40);
-      trace.launch("layer_gemm", t + 5, 5, t + 20, 20);
-      trace.cpu_op("aten::silu", t + 50, 40);
-      trace.launch("layer_act", t + 55, 5, t + 70, 10);
-      t += 200;
-    }
-    return trace;
-  };
+  auto layers = [](bool in_one_call) { return four_layers(2, true, false, in_one_call); };
   // Inside one `execute_model` call (an inference forward) every boundary between windows lies in it.
   TraceBuilder one_call = layers(true);
-  Timeline timeline = one_call.load();
-  Analysis analysis = analyze(timeline);
-  CHECK(analysis.step_source == StepSource::WholeWindow);
-  CHECK(analysis.steps.size() == 1);
-  CHECK(analysis.step_note.starts_with(
+  CHECK(whole_window_note(one_call).starts_with(
       "no ProfilerStep markers and no repeating iteration annotations; the kernel sequence repeats every 2 kernels "
       "only inside one call (execute_model), as the layers of a call do: the profiled window is one step;"));
 
@@ -205,49 +229,22 @@ TEST_CASE("steps: layers inside one nn.Module call are not steps, even when each
     return trace;
   };
   TraceBuilder one_forward = model_calls(1, 4);
-  Timeline timeline = one_forward.load();
-  Analysis analysis = analyze(timeline);
-  CHECK(analysis.step_source == StepSource::WholeWindow);
-  CHECK(analysis.steps.size() == 1);
-  CHECK(analysis.step_note.find("repeats every 2 kernels only inside one call (nn.Module: Decoder_0)") !=
+  CHECK(whole_window_note(one_forward).find("repeats every 2 kernels only inside one call (nn.Module: Decoder_0)") !=
         std::string::npos);
   // The model called four times, one layer each (a generate or benchmark loop): each call is a step.
   TraceBuilder four_forwards = model_calls(4, 1);
   CHECK(found_steps(four_forwards) == std::pair{StepSource::Inferred, size_t{4}});
   // Four calls of two layers: the period of a whole call wins; its layers are never tried as steps.
   TraceBuilder two_layer_calls = model_calls(4, 2);
-  Timeline calls_timeline = two_layer_calls.load();
-  Analysis calls_analysis = analyze(calls_timeline);
-  CHECK(calls_analysis.step_source == StepSource::Inferred);
-  CHECK(calls_analysis.steps.size() == 4);
-  CHECK(calls_analysis.step_note.find("repeats every 5 kernels") != std::string::npos);
+  CHECK(inferred_note(two_layer_calls, 4).find("repeats every 5 kernels") != std::string::npos);
 }
 
 TEST_CASE("steps: repeats framed by kernels that run once before and after them are the layers of one call") {
   // Top-level layers of three kernels (no annotation, no Python frames: nothing on the host tells one call
   // from a loop), with an embedding before and a head after them that no window runs: one forward.
-  auto framed = [](bool prologue, bool epilogue) {
-    TraceBuilder trace(Era::Kineto2023);
-    if (prologue) trace.launch("embedding", 5, 5, 20, 10);
-    double t = 100;
-    for (int layer = 0; layer < 4; ++layer) {
-      trace.cpu_op("aten::linear", t, 40);
-      trace.launch("layer_gemm", t + 5, 5, t + 20, 20);
-      trace.cpu_op("aten::silu", t + 50, 40);
-      trace.launch("layer_act", t + 55, 5, t + 70, 10);
-      trace.cpu_op("aten::add", t + 100, 40);
-      trace.launch("layer_residual", t + 105, 5, t + 120, 10);
-      t += 200;
-    }
-    if (epilogue) trace.launch("lm_head_gemm", t + 5, 5, t + 20, 30);
-    return trace;
-  };
+  auto framed = [](bool prologue, bool epilogue) { return four_layers(3, prologue, epilogue, false); };
   TraceBuilder both = framed(true, true);
-  Timeline timeline = both.load();
-  Analysis analysis = analyze(timeline);
-  CHECK(analysis.step_source == StepSource::WholeWindow);
-  CHECK(analysis.steps.size() == 1);
-  CHECK(analysis.step_note.starts_with(
+  CHECK(whole_window_note(both).starts_with(
       "no ProfilerStep markers and no repeating iteration annotations; the kernel sequence repeats every 3 kernels "
       "only between kernels that run once (1 before it, 1 after), as the layers of one model call do (if they "
       "are iterations, call prof.step() every iteration): the profiled window is one step;"));
@@ -326,11 +323,7 @@ TEST_CASE("steps: calls annotated apart inside one wrapper are steps") {
       trace.launch(k == 2 ? "gemm_out" : "gemm", t + 20 + 200 * k, 5, t + 40 + 200 * k, 50);
     }
   }
-  Timeline timeline = trace.load();
-  Analysis analysis = analyze(timeline);
-  CHECK(analysis.step_source == StepSource::Inferred);
-  REQUIRE(analysis.steps.size() == 2);
-  CHECK(analysis.step_note.find("repeats every 3 kernels") != std::string::npos);
+  CHECK(inferred_note(trace, 2).find("repeats every 3 kernels") != std::string::npos);
 }
 
 TEST_CASE("steps: the whole profiled window is one step when nothing repeats") {
