@@ -107,8 +107,8 @@ std::string summary_text(const Summary& summary, const StepPrediction* replay) {
     // Steps inferred from the kernel sequence are whole repeats of it; the last one's host side ends with
     // its last launch, as there is no next step's start to end it.
     line("", summary.step_source == StepSource::Inferred
-                 ? "the last step holds less than half the events of the others (its host side ends with its last "
-                   "launch: there is no next step to time it against): left out"
+                 ? "the last step ends with its own last launch (there is no next step to time it against, and "
+                   "it lacks the host time before one): left out"
                  : "the last step holds less than half the events of the others (as when profiling stops inside a "
                    "step): left out");
   }

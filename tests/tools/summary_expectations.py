@@ -248,6 +248,10 @@ def summarize(path):
         comparable = len(others) >= 2 or (others_gpu and steps[-1]["gpu_start"] is None)
         if comparable and 2 * counts[-1] < others[len(others) // 2]:
             excluded[-1] = True
+        # Steps inferred from the kernel sequence: the last ends with its own last launch and lacks the host
+        # time before the next iteration's launches; it is left out while two others remain.
+        if source == "inferred" and n >= 3:
+            excluded[-1] = True
         whole = n - 1 if excluded[-1] else n
         for i in range(whole - 1):
             later = periods[i + 1:whole]

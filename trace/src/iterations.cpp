@@ -363,6 +363,10 @@ void measure_periods(const Timeline& timeline, const NameClasses& names, Analysi
     // One other step is no norm to compare with, unless the last step lacks the GPU work it has.
     bool comparable = others.size() >= 2 || (others_have_gpu && steps.back().gpu_start_ns < 0);
     if (comparable && 2 * events_per_step.back() < others[others.size() / 2]) steps.back().partial = true;
+    // Steps inferred from the kernel sequence run from one window's first launch to the next one's; the
+    // last ends with its own last launch, so its period lacks the host time before the next iteration's
+    // launches (data loading, Python) that every other period holds. It is left out while two others remain.
+    if (analysis.step_source == StepSource::Inferred && n >= 3) steps.back().partial = true;
   }
   const size_t whole = steps.back().partial ? n - 1 : n;
   // One-off work per step (host calls, by the step they run in).

@@ -97,9 +97,8 @@ TEST_CASE("summary printers: text names the figures; JSON carries the documented
   CHECK(summary_text(summary).find("the last step holds less than half the events of the others (as when profiling "
                                    "stops inside a step): left out") != std::string::npos);
   summary.step_source = StepSource::Inferred;  // the kernel sequence's last repeat is whole, but untimed
-  CHECK(summary_text(summary).find("the last step holds less than half the events of the others (its host side "
-                                   "ends with its last launch: there is no next step to time it against): left "
-                                   "out") != std::string::npos);
+  CHECK(summary_text(summary).find("the last step ends with its own last launch (there is no next step to time it "
+                                   "against, and it lacks the host time before one): left out") != std::string::npos);
   summary.step_source = StepSource::ProfilerStep;
   summary.last_step_partial = false;
   // Idle time that rounds to nothing gets no line ("external-wait 0.000 ms (100%)" said nothing true).
