@@ -115,7 +115,9 @@ def annotation_steps(events, from_ns=None, to_ns=None, thread=None, threads=None
             if cls and not nested:
                 out[e["name"]].append(e)
             elif not cls and e.get("cat") == "user_annotation" and not e["name"].startswith("ProfilerStep#"):
-                p = e["_parent"]
+                p = e["_parent"]  # the enclosing op or annotation: Python frames (with_stack) are looked through
+                while p is not None and items[p].get("cat") not in ("cpu_op", "Operator", "user_annotation"):
+                    p = items[p]["_parent"]
                 if p is None or items[p]["name"].startswith("ProfilerStep#"):
                     out[e["name"]].append(e)
         for name in out:
@@ -137,7 +139,9 @@ def annotation_steps(events, from_ns=None, to_ns=None, thread=None, threads=None
     for key in order:
         items = threads[key]
         if from_ns is None:
-            top = [e for e in items if e["_parent"] is None and e.get("cat") in ("cpu_op", "Operator", "user_annotation")]
+            # Every op and annotation: nested ones lie inside their parents, and with with_stack Python frames
+            # are the parents of every op.
+            top = [e for e in items if e.get("cat") in ("cpu_op", "Operator", "user_annotation")]
             if not top:
                 continue
             lo = min(ns(e["ts"]) for e in top)

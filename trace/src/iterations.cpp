@@ -35,12 +35,24 @@ bool nested_in_anchor(const Timeline& timeline, const NameClasses& names, EventI
   return false;
 }
 
+// The innermost CPU op or annotation enclosing `i`, kNone at the top of its thread. Python frames are looked
+// through: with `with_stack`, frames (`<module>`, the training function) enclose every op.
+EventIndex enclosing_op(const Events& events, EventIndex i) {
+  constexpr size_t kLimit = 1024;  // hostile traces nest tens of thousands of frames
+  EventIndex p = events.parent[i];
+  for (size_t walked = 0; p != kNone && !is_op_or_annotation(events.kind[p]); ++walked) {
+    if (walked == kLimit) return kNone;
+    p = events.parent[p];
+  }
+  return p;
+}
+
 // A user's range repeating at the top of the thread (or directly under a step marker).
 bool is_top_level_range(const Timeline& timeline, const NameClasses& names, EventIndex i) {
   const Events& events = timeline.events;
   if (events.kind[i] != EventKind::UserAnnotation) return false;
   if ((names.by_name[events.name[i]] & (kAnchor | kStepMarker | kDataLoader)) != 0) return false;
-  EventIndex p = events.parent[i];
+  EventIndex p = enclosing_op(events, i);
   return p == kNone || (names.by_name[events.name[p]] & kStepMarker) != 0;
 }
 
@@ -216,9 +228,11 @@ bool find_annotation_steps(const Timeline& timeline, const NameClasses& names, A
   for (uint32_t track : threads) {
     const auto& on_track = timeline.track_events[track];
     if (on_track.empty()) continue;
+    // The stretch of the thread its ops and annotations cover (nested ones lie inside their parents; with
+    // `with_stack`, Python frames are the parents of every op, so none is at the top).
     int64_t from = std::numeric_limits<int64_t>::max(), to = std::numeric_limits<int64_t>::min();
     for (EventIndex i : on_track) {
-      if (events.parent[i] != kNone || !is_op_or_annotation(events.kind[i])) continue;
+      if (!is_op_or_annotation(events.kind[i])) continue;
       from = std::min(from, events.ts_ns[i]);
       to = std::max(to, events.end_ns(i));
     }

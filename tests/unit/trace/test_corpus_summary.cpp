@@ -207,7 +207,7 @@ TEST_CASE("corpus: a model call's layers are not steps without annotations: one 
   }
 }
 
-TEST_CASE("corpus: iterations inferred from the kernels alone measure the marked period") {
+TEST_CASE("corpus: iterations found without markers, and from the kernels alone, measure the marked period") {
   const auto traces = testing::corpus_traces();
   if (!traces) return;
   // OWLv2's pipeline runs 6 iterations per ProfilerStep; without markers, annotations or Python frames
@@ -220,6 +220,15 @@ TEST_CASE("corpus: iterations inferred from the kernels alone measure the marked
   const Analysis marked = analyze(*loaded);
   std::string bytes(loaded->buffer, loaded->buffer_size);
   REQUIRE(rename(bytes, "ProfilerStep#", "ProfilerSpan#") > 0);
+  // Without the markers only, the data-loader fetches give the 6 iterations, under the Python frames that
+  // with_stack wrote around every op (they were missed, and the whole window was one step of 1,078 ms).
+  auto unmarked_loaded = load_trace_bytes(bytes, "unmarked.json");
+  REQUIRE(std::holds_alternative<Timeline>(unmarked_loaded));
+  const Analysis unmarked = analyze(std::get<Timeline>(unmarked_loaded));
+  CHECK(unmarked.step_source == StepSource::Annotations);
+  CHECK(unmarked.steps.size() == 6);
+  CHECK(unmarked.step_period_ns() / 1e6 == doctest::Approx(242.938).epsilon(0.0001));
+  CHECK(unmarked.step_period_ns() == doctest::Approx(marked.step_period_ns()).epsilon(0.001));
   REQUIRE(rename(bytes, "\"cat\": \"user_annotation\"", "\"cat\": \"user_annotation_x\"") > 0);
   REQUIRE(rename(bytes, "\"cat\": \"python_function\"", "\"cat\": \"python_function_x\"") > 0);
   auto bare_loaded = load_trace_bytes(bytes, "bare.json");

@@ -414,6 +414,39 @@ TEST_CASE("steps: without markers, iterations start at each data-loader fetch ho
   CHECK(analysis.step_of(find_event(timeline, "sgd_update", 2)) == 2);
 }
 
+TEST_CASE("steps: with Python frames around every op (with_stack), iterations still come from annotations") {
+  // `with_stack` writes the script's frames around everything: no op or annotation is at the top of its
+  // thread. The iterations are found as without them (they used to be missed: the thread's stretch was
+  // taken from its top-level ops only).
+  auto framed_loop = [](bool ranges) {
+    TraceBuilder trace(Era::Kineto2023);
+    trace.python_frame("train.py(30): <module>", -10, 4200, 1, -1);
+    trace.python_frame("train.py(12): train", -5, 4100, 2, 1);
+    for (int k = 0; k < 4; ++k) {
+      if (ranges) {  // the user's own range per batch, under the frames
+        trace.annotation("train_batch", 1000.0 * k, 900);
+        trace.launch("fwd_gemm", 1000.0 * k + 20, 5, 1000.0 * k + 30, 50 + 10 * k);
+      } else {
+        iteration(trace, 1000.0 * k, 100, kLoader);
+      }
+    }
+    return trace;
+  };
+  TraceBuilder loader = framed_loop(false);
+  Timeline timeline = loader.load();
+  Analysis analysis = analyze(timeline);
+  CHECK(analysis.step_source == StepSource::Annotations);
+  CHECK(analysis.steps.size() == 4);
+  CHECK(analysis.step_note == "no ProfilerStep markers; 4 iterations on thread 1: each starts at `" +
+                                  std::string(kLoader) + "` and holds one `Optimizer.step#SGD.step`");
+  TraceBuilder ranges = framed_loop(true);
+  Timeline ranges_timeline = ranges.load();
+  Analysis ranges_analysis = analyze(ranges_timeline);
+  CHECK(ranges_analysis.step_source == StepSource::Annotations);
+  CHECK(ranges_analysis.steps.size() == 4);
+  CHECK(ranges_analysis.step_note.find("each is one `train_batch` range") != std::string::npos);
+}
+
 TEST_CASE("steps: without markers or a loader, iterations end with each optimizer step") {
   TraceBuilder trace(Era::Kineto2023);
   for (int k = 0; k < 3; ++k) {
