@@ -269,6 +269,18 @@ struct Builder {
     return meta;
   }
 
+  // Whether the op's enclosing op or annotation is a step marker: an outermost op of the step. Python frames
+  // between them (with_stack writes the script's frames around every op) are looked through.
+  bool directly_under_step_marker(EventIndex i) const {
+    constexpr int kFramesLookedThrough = 1024;  // hostile traces nest tens of thousands
+    EventIndex above = events.parent[i];
+    for (int depth = 0; above != kNone && events.kind[above] == EventKind::PythonFunction; ++depth) {
+      if (depth == kFramesLookedThrough) return false;
+      above = events.parent[above];
+    }
+    return above != kNone && timeline.name(above).starts_with("ProfilerStep#");
+  }
+
   void build_intervals() {
     const bool device = !analysis.devices.empty();
     std::vector<uint8_t> collective_track(timeline.tracks.size(), 0);
@@ -287,10 +299,7 @@ struct Builder {
           continue;
         }
         if (kind != EventKind::CpuOp || name.starts_with("ProfilerStep#")) continue;
-        if (events.track[i] == analysis.main_track && events.parent[i] != kNone &&
-            timeline.name(events.parent[i]).starts_with("ProfilerStep#")) {
-          host.push_back(interval);
-        }
+        if (events.track[i] == analysis.main_track && directly_under_step_marker(i)) host.push_back(interval);
         // Host-only traces: the CPU ops outside communication are the compute (outermost aten ops).
         if (!device && !collective_track[events.track[i]] && name.starts_with("aten::") && !host_comm[events.name[i]]) {
           bool outermost = true;

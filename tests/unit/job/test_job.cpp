@@ -11,6 +11,7 @@
 #include <string>
 
 #include "job_fixtures.h"
+#include "trace_builder.h"
 #include "ptadvise/job.h"
 #include "ptadvise/loader.h"
 #include "ptadvise/rules.h"
@@ -106,6 +107,30 @@ TEST_CASE("job: hostile message sizes are unknown, not overflowed") {
   for (size_t i = 0; i < digest.collectives.size(); ++i) {
     CAPTURE(i);
     CHECK(digest.collectives[i].bytes == (i % 4 == 0 ? 4096 : 0));
+  }
+}
+
+TEST_CASE("job: host time before a collective counts the step's outermost ops, under Python frames too") {
+  // Four steps: 300 us of host work (an outermost op of the step), then an all-reduce kernel. With
+  // with_stack the script's frame lies between the marker and the op: the op is still the step's own.
+  for (const bool with_stack : {false, true}) {
+    CAPTURE(with_stack);
+    ptadvise::testing::TraceBuilder trace(ptadvise::testing::Era::Kineto2023);
+    for (int step = 0; step < 4; ++step) {
+      const double t = 1000.0 * step;
+      trace.annotation("ProfilerStep#" + std::to_string(step + 1), t, 1000);
+      if (with_stack) trace.python_frame("train.py(10): step", t + 1, 998, step + 1, -1);
+      trace.cpu_op("aten::mul", t + 10, 300);
+      trace.launch("ncclDevKernel_AllReduce_Sum_f32_RING_LL", t + 400, 5, t + 420, 100);
+    }
+    ptadvise::Timeline timeline = trace.load();
+    ptadvise::Analysis analysis = ptadvise::analyze(timeline);
+    const ptadvise::RankDigest digest = ptadvise::make_digest(analysis, {});
+    REQUIRE_FALSE(digest.collectives.empty());
+    for (const auto& call : digest.collectives) {
+      CAPTURE(call.step);
+      CHECK(call.before_host_ns == 300'000);  // was 0 under the frame: the wait was "untraced"
+    }
   }
 }
 
