@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <string_view>
 #include <unordered_set>
 #include <vector>
@@ -43,6 +44,9 @@ uint16_t classify_name(std::string_view name);
 
 // Step detection (steps.cpp): fills steps, step_source, step_note, event_step, main_track.
 void find_steps(const Timeline& timeline, const NameClasses& names, Analysis& analysis);
+// Steps from a repeating kernel sequence (step_inference.cpp); false when none is taken. `inside_call`
+// says, when the longest repeat found was refused as parts of one call, what repeats and where.
+bool infer_steps(const Timeline& timeline, Analysis& analysis, std::string& inside_call);
 
 // Iterations (iterations.cpp). Without markers: steps from annotations that repeat once per iteration
 // (data-loader fetches, optimizer steps, a user's record_function range); false when there are none.
