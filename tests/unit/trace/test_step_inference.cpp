@@ -167,35 +167,33 @@ TEST_CASE("steps: the last step inferred from the kernel sequence, which ends wi
   // Four iterations of 300 us: 150 us of preprocessing (no GPU work), then two ops each launching a kernel.
   // Inferred steps run from one window's first launch to the next one's, so each holds the next
   // iteration's preprocessing; the last ends with its own last launch (60 us of GPU span) and holds none.
-  TraceBuilder trace(Era::Kineto2023);
-  for (int k = 0; k < 4; ++k) {
-    const double t = 300.0 * k;
-    trace.cpu_op("preprocess", t, 150);
-    trace.cpu_op("aten::linear", t + 150, 40);
-    trace.launch("gemm", t + 155, 5, t + 160, 20);
-    trace.cpu_op("aten::relu", t + 200, 40);
-    trace.launch("act", t + 205, 5, t + 210, 10);
+  auto loop = [](int iterations) {
+    TraceBuilder trace(Era::Kineto2023);
+    for (int k = 0; k < iterations; ++k) {
+      const double t = 300.0 * k;
+      trace.cpu_op("preprocess", t, 150);
+      trace.cpu_op("aten::linear", t + 150, 40);
+      trace.launch("gemm", t + 155, 5, t + 160, 20);
+      trace.cpu_op("aten::relu", t + 200, 40);
+      trace.launch("act", t + 205, 5, t + 210, 10);
+    }
+    return trace;
+  };
+  for (const int iterations : {4, 2}) {
+    CAPTURE(iterations);
+    TraceBuilder trace = loop(iterations);
+    Timeline timeline = trace.load();
+    Analysis analysis = analyze(timeline);
+    CHECK(analysis.step_source == StepSource::Inferred);
+    REQUIRE(analysis.steps.size() == static_cast<size_t>(iterations));
+    if (iterations == 4) {
+      CHECK(analysis.steps.back().partial);
+      CHECK(analysis.steady_step_count() == 3);
+      CHECK(analysis.step_period_ns() == doctest::Approx(300'000));  // was 240 us with the last one in
+    } else {  // with two steps the last one stays: none would be left to measure beside the first
+      CHECK_FALSE(analysis.steps.back().partial);
+    }
   }
-  Timeline timeline = trace.load();
-  Analysis analysis = analyze(timeline);
-  CHECK(analysis.step_source == StepSource::Inferred);
-  REQUIRE(analysis.steps.size() == 4);
-  CHECK(analysis.steps.back().partial);
-  CHECK(analysis.steady_step_count() == 3);
-  CHECK(analysis.step_period_ns() == doctest::Approx(300'000));  // was 240 us with the last one in
-  // With two steps, the last one stays: no other would be left to measure beside the first.
-  TraceBuilder two(Era::Kineto2023);
-  for (int k = 0; k < 2; ++k) {
-    const double t = 300.0 * k;
-    two.cpu_op("preprocess", t, 150);
-    two.cpu_op("aten::linear", t + 150, 40);
-    two.launch("gemm", t + 155, 5, t + 160, 20);
-  }
-  Timeline two_timeline = two.load();
-  Analysis two_analysis = analyze(two_timeline);
-  CHECK(two_analysis.step_source == StepSource::Inferred);
-  REQUIRE(two_analysis.steps.size() == 2);
-  CHECK_FALSE(two_analysis.steps.back().partial);
 }
 
 TEST_CASE("steps: launches nested deeper than 1,024 host calls are not looked through") {
