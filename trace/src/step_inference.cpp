@@ -89,6 +89,23 @@ std::vector<EventIndex> window_home(const HostCalls& calls, const EventIndex* ke
   return home;
 }
 
+// CPU ops and annotations only (module frames skipped): one home encloses the other (or is it) exactly
+// when the shorter list of ops begins the longer one; that shorter list's innermost op holds both windows.
+// kNone when it does not, or when either home holds no op.
+EventIndex innermost_shared_op(const Events& events, const std::vector<EventIndex>& a, const std::vector<EventIndex>& b) {
+  auto next_op = [&events](const std::vector<EventIndex>& list, size_t at) {
+    while (at < list.size() && !is_op_or_annotation(events.kind[list[at]])) ++at;
+    return at;
+  };
+  EventIndex shared = kNone;
+  for (size_t i = next_op(a, 0), j = next_op(b, 0); i < a.size() && j < b.size();
+       i = next_op(a, i + 1), j = next_op(b, j + 1)) {
+    if (a[i] != b[j]) return kNone;
+    shared = a[i];
+  }
+  return shared;
+}
+
 // The host call that some boundary between consecutive windows lies inside, else kNone: the launch call
 // the kernels on both sides of it came from (a cudaGraphLaunch replaying a whole graph); an nn.Module call
 // enclosing both windows (a model's layers, even when each layer is a module call of its own); or the CPU
@@ -98,10 +115,6 @@ std::vector<EventIndex> window_home(const HostCalls& calls, const EventIndex* ke
 EventIndex boundary_inside_host_call(const HostCalls& calls, const std::vector<EventIndex>& sequence, size_t offset,
                                      size_t period, size_t windows) {
   const Events& events = calls.events();
-  auto ops_only = [&events](std::vector<EventIndex> chain) {
-    std::erase_if(chain, [&events](EventIndex e) { return !is_op_or_annotation(events.kind[e]); });
-    return chain;
-  };
   std::vector<EventIndex> previous = window_home(calls, sequence.data() + offset, period);
   for (size_t w = 1; w < windows; ++w) {
     const size_t first = offset + w * period;
@@ -114,13 +127,7 @@ EventIndex boundary_inside_host_call(const HostCalls& calls, const std::vector<E
     for (size_t i = common; i-- > 0;) {
       if (calls.is_module_call(home[i])) return home[i];
     }
-    // CPU ops and annotations: one home encloses the other (or is it) exactly when the shorter list begins
-    // the longer one; that shorter one's innermost call holds both windows.
-    const std::vector<EventIndex> before = ops_only(previous), now = ops_only(home);
-    const size_t shorter = std::min(before.size(), now.size());
-    if (shorter > 0 && std::equal(before.begin(), before.begin() + static_cast<std::ptrdiff_t>(shorter), now.begin())) {
-      return now[shorter - 1];
-    }
+    if (const EventIndex op = innermost_shared_op(events, previous, home); op != kNone) return op;
     previous = std::move(home);
   }
   return kNone;
