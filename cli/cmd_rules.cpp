@@ -8,6 +8,7 @@
 #include <memory>
 #include <sstream>
 
+#include "ptadvise/bad_alloc_shield.h"
 #include "commands.h"
 #include "ptadvise/job.h"
 #include "ptadvise/advisor.h"
@@ -60,6 +61,7 @@ void list_rules(const RulesOptions& options) {
   std::vector<RuleInfo> all = rules->infos();
   for (auto& info : job_rule_infos(options)) all.push_back(std::move(info));
   if (options.format == "json") {
+    BadAllocShield shield;  // nlohmann::json's noexcept destructor allocates
     nlohmann::ordered_json list = nlohmann::ordered_json::array();
     for (const auto& info : all) {
       list.push_back({{"id", info.id},

@@ -1,5 +1,7 @@
 #include <CLI/CLI.hpp>
 
+#include <unistd.h>
+
 #include <cstdio>
 #include <exception>
 #include <iostream>
@@ -8,6 +10,7 @@
 #include <string>
 
 #include "commands.h"
+#include "ptadvise/bad_alloc_shield.h"
 #include "ptadvise/io.h"
 #include "ptadvise/visible_text.h"
 #include "usage.h"
@@ -61,6 +64,16 @@ namespace {
 constexpr char kOutOfMemory[] =
     "ptadvise: error: out of memory (the input needs more memory than this process may use; see "
     "PTADVISE_MEMORY_LIMIT in docs/TRACE_LOADING.md)\n";
+
+// Memory ran out inside code that cannot be unwound (RE2), past the reserve set aside for it: the same
+// line, the outputs' temporary files removed, and the exit code of every other out-of-memory end.
+void exit_out_of_memory() noexcept {
+  std::fflush(stdout);
+  ptadvise::remove_uncommitted_outputs();
+  ssize_t ignored = ::write(STDERR_FILENO, kOutOfMemory, sizeof kOutOfMemory - 1);
+  (void)ignored;
+  ::_exit(ptadvise::cli::kExitInputError);
+}
 
 // An environment setting the program cannot use: an input error, said before any work (a mistyped
 // PTADVISE_MEMORY_LIMIT must not fall back to the measured budget unnoticed).
@@ -123,6 +136,7 @@ int run(int argc, char** argv) {
 
 int main(int argc, char** argv) {
   using namespace ptadvise::cli;
+  ptadvise::set_out_of_memory_exit(exit_out_of_memory);
   try {
     return run(argc, argv);
   } catch (const std::bad_alloc& e) {

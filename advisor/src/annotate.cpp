@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <memory>
 
+#include "ptadvise/bad_alloc_shield.h"
 #include "json_doc.h"
 #include "format.h"
 #include "whatif_format.h"
@@ -137,6 +138,7 @@ class Output {
 }  // namespace
 
 std::string annotation_events(const std::vector<Finding>& findings, const StepPrediction* prediction) {
+  BadAllocShield shield;  // nlohmann::json's noexcept destructor allocates (json_doc.h)
   using jsondoc::Json;
   std::string out;
   auto add = [&](const Json& event) {

@@ -9,6 +9,7 @@
 #include <set>
 #include <sstream>
 
+#include "ptadvise/bad_alloc_shield.h"
 #include "ptadvise/advisor.h"
 #include "ptadvise/io.h"
 #include "ptadvise/yaml_budget.h"
@@ -33,6 +34,8 @@ void sort_entries(std::vector<BaselineEntry>& entries) {
 std::variant<Baseline, ConfigError> parse_baseline(const std::string& yaml_text, const std::string& label) {
   Baseline baseline;
   baseline.path = label;
+  // yaml-cpp is not exception-safe (a failed allocation inside it corrupts the heap: jbeder/yaml-cpp#459).
+  BadAllocShield shield;
   try {
     YAML::Node root = YAML::Load(yaml_text);
     if (!yaml_within_budget(root)) return ConfigError{label + ": " + yaml_budget_message()};
@@ -106,6 +109,7 @@ Baseline make_baseline(const std::vector<Finding>& findings) {
 }
 
 void write_baseline(const Baseline& baseline, std::ostream& out) {
+  BadAllocShield shield;  // yaml-cpp is not exception-safe
   YAML::Emitter yaml;
   yaml << YAML::Comment("ptadvise baseline: accepted findings. `ptadvise check --baseline FILE` fails only on findings")
        << YAML::Newline

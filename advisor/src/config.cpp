@@ -8,6 +8,7 @@
 #include <set>
 #include <sstream>
 
+#include "ptadvise/bad_alloc_shield.h"
 #include "ptadvise/advisor.h"
 #include "ptadvise/io.h"
 #include "ptadvise/yaml_budget.h"
@@ -162,6 +163,8 @@ void emit_list(YAML::Emitter& yaml, const char* key, const std::vector<std::stri
 
 std::variant<Config, ConfigError> parse_config(const std::string& yaml_text, const std::string& label,
                                                const std::string& base_directory) {
+  // yaml-cpp is not exception-safe (a failed allocation inside it corrupts the heap: jbeder/yaml-cpp#459).
+  BadAllocShield shield;
   try {
     YAML::Node root = YAML::Load(yaml_text);
     if (!yaml_within_budget(root)) return ConfigError{label + ": " + yaml_budget_message()};
@@ -258,6 +261,7 @@ std::variant<EvaluateOptions, ConfigError> resolve_selection(const Config& confi
 }
 
 void print_config(const Config& config, std::ostream& out) {
+  BadAllocShield shield;  // yaml-cpp is not exception-safe
   YAML::Emitter yaml;
   yaml << YAML::Comment("effective configuration" + (config.path.empty() ? std::string(" (defaults)") : " from " + config.path))
        << YAML::BeginMap;

@@ -1,6 +1,7 @@
 // `ptadvise diff` printers: text for terminals, Markdown for pull-request comments, JSON for tools.
 #include <ostream>
 
+#include "ptadvise/bad_alloc_shield.h"
 #include "format.h"
 #include "text_layout.h"
 #include "json_doc.h"
@@ -128,6 +129,7 @@ void print_diff_markdown(const DiffReport& diff, std::ostream& out) {
 }
 
 void print_diff_json(const DiffReport& diff, std::ostream& out) {
+  BadAllocShield shield;  // nlohmann::json's noexcept destructor allocates (json_doc.h)
   Json document;
   document["schema_version"] = kDiffSchemaVersion;
   document["base"] = diff.base_path;

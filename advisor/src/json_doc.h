@@ -1,5 +1,7 @@
 // JSON documents of the printers, built with nlohmann::json (Debian's nlohmann-json3-dev) and written
-// by its serializer: one writer and one escaper for every JSON output (private to advisor/).
+// by its serializer: one writer and one escaper for every JSON output (private to advisor/). Its
+// destructor is noexcept but allocates (a stack that frees nested values without recursion): documents
+// are built and destroyed inside a BadAllocShield, where a failed allocation does not throw.
 #pragma once
 
 #include <cmath>

@@ -3,6 +3,7 @@
 // nothing the JSON does not say. See docs/REPORT.md.
 #include <ostream>
 
+#include "ptadvise/bad_alloc_shield.h"
 #include "report_doc.h"
 
 namespace ptadvise {
@@ -34,6 +35,7 @@ std::string script_safe_json(const std::string& json) {
 }  // namespace
 
 void print_html(const Report& report, std::ostream& out) {
+  BadAllocShield shield;  // nlohmann::json's noexcept destructor allocates (json_doc.h)
   out << "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
          "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n"
          // Belt and braces for "opens offline": the page may not load anything from anywhere.

@@ -1,6 +1,7 @@
 // The JSON report: one document built with nlohmann::json and written by its serializer.
 #include <ostream>
 
+#include "ptadvise/bad_alloc_shield.h"
 #include "format.h"
 #include "print_job.h"
 #include "whatif_format.h"
@@ -116,6 +117,9 @@ Json report_document(const Report& report) {
   return document;
 }
 
-void print_json(const Report& report, std::ostream& out) { jsondoc::write(out, report_document(report)); }
+void print_json(const Report& report, std::ostream& out) {
+  BadAllocShield shield;  // nlohmann::json's noexcept destructor allocates (json_doc.h)
+  jsondoc::write(out, report_document(report));
+}
 
 }  // namespace ptadvise

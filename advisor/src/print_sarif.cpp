@@ -2,6 +2,7 @@
 #include <map>
 #include <ostream>
 
+#include "ptadvise/bad_alloc_shield.h"
 #include "format.h"
 #include "json_doc.h"
 #include "locations.h"
@@ -54,6 +55,7 @@ Json rule_document(const RuleInfo& rule) {
 }  // namespace
 
 void print_sarif(const Report& report, std::ostream& out) {
+  BadAllocShield shield;  // nlohmann::json's noexcept destructor allocates (json_doc.h)
   const std::vector<RuleInfo> rules = format::all_rules(report);
   std::map<std::string, size_t> rule_index;
   Json rule_documents = Json::array();

@@ -1,4 +1,5 @@
 // Renders a Summary as text or JSON. No analysis here: only formatting of the computed figures.
+#include "ptadvise/bad_alloc_shield.h"
 #include "ptadvise/summary_printer.h"
 #include "ptadvise/schema_versions.h"
 
@@ -263,10 +264,12 @@ jsondoc::Json document_with_path(const Summary& summary, const StepPrediction* r
 }  // namespace
 
 std::string summary_json(const Summary& summary, int indent, const StepPrediction* replay) {
+  BadAllocShield shield;  // nlohmann::json's noexcept destructor allocates (json_doc.h)
   return jsondoc::dump(document_with_path(summary, replay), indent > 0 ? indent : -1);
 }
 
 std::string summaries_json(const std::vector<Summary>& summaries, int indent, const std::vector<StepPrediction>* replays) {
+  BadAllocShield shield;  // nlohmann::json's noexcept destructor allocates (json_doc.h)
   jsondoc::Json list = jsondoc::Json::array();
   for (size_t i = 0; i < summaries.size(); ++i) {
     const StepPrediction* replay = replays != nullptr && i < replays->size() ? &(*replays)[i] : nullptr;

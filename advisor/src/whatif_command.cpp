@@ -7,6 +7,7 @@
 #include <ostream>
 #include <variant>
 
+#include "ptadvise/bad_alloc_shield.h"
 #include "command_setup.h"
 #include "format.h"
 #include "json_doc.h"
@@ -100,6 +101,7 @@ void print_text(const std::string& path, const StepPrediction& p, const std::vec
 
 void print_json(const std::string& path, const StepPrediction& p, const std::vector<Finding>& findings,
                 const std::vector<Choice>& choices, std::ostream& out) {
+  BadAllocShield shield;  // nlohmann::json's noexcept destructor allocates (json_doc.h)
   using jsondoc::Json;
   using jsondoc::number;
   Json list = Json::array();

@@ -7,6 +7,7 @@
 #include <ostream>
 #include <string>
 
+#include "ptadvise/bad_alloc_shield.h"
 #include "ptadvise/io.h"
 #include "ptadvise/job.h"
 
@@ -260,6 +261,9 @@ RankJoin join_from(const json& j, size_t collectives) {
 }  // namespace
 
 void write_digest(const RankDigest& d, std::ostream& out) {
+  // nlohmann::json's destructor is noexcept and allocates (a stack to free nested values without
+  // recursion): a failed allocation there ends the process unless it runs in a shield.
+  BadAllocShield shield;
   json collectives = json::array();
   for (const auto& c : d.collectives) {
     // Compact rows: the digest of a rank with thousands of collectives stays small.
@@ -326,6 +330,7 @@ void write_digest(const RankDigest& d, std::ostream& out) {
 }
 
 std::variant<RankDigest, DigestError> parse_digest(std::string_view text, const std::string& label) {
+  BadAllocShield shield;  // nlohmann::json's noexcept destructor allocates (write_digest)
   json doc;
   try {
     doc = json::parse(text.begin(), text.end());

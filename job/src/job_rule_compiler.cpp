@@ -10,6 +10,7 @@
 #include <set>
 #include <sstream>
 
+#include "ptadvise/bad_alloc_shield.h"
 #include "job_rule_model.h"
 #include "ptadvise/yaml_budget.h"
 #include "ptadvise/yaml_reader.h"
@@ -321,7 +322,7 @@ class Compiler {
   const std::vector<ThresholdInfo>* thresholds_ = nullptr;
 };
 
-void add_rule(JobRuleSetImpl& set, std::string_view yaml, const std::string& file) {
+void add_rule_in_shield(JobRuleSetImpl& set, std::string_view yaml, const std::string& file) {
   YAML::Node root;
   try {
     root = YAML::Load(std::string(yaml));
@@ -341,6 +342,12 @@ void add_rule(JobRuleSetImpl& set, std::string_view yaml, const std::string& fil
   }
   set.infos.push_back(std::move(info));
   set.rules.push_back(std::move(rule));
+}
+
+// yaml-cpp is not exception-safe (a failed allocation inside it corrupts the heap: jbeder/yaml-cpp#459):
+// the whole document is read inside a shield.
+void add_rule(JobRuleSetImpl& set, std::string_view yaml, const std::string& file) {
+  without_bad_alloc_inside([&] { add_rule_in_shield(set, yaml, file); });
 }
 
 }  // namespace

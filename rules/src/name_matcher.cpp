@@ -3,6 +3,8 @@
 #include <re2/re2.h>
 #include <string.h>  // memmem
 
+#include "ptadvise/bad_alloc_shield.h"
+
 namespace ptadvise {
 
 namespace {
@@ -70,7 +72,8 @@ std::string NameMatcher::add_regex(const std::string& pattern) {
   RE2::Options options;
   options.set_log_errors(false);
   options.set_max_mem(8 << 20);  // user-supplied patterns: bound the DFA memory
-  auto regex = std::make_unique<RE2>(pattern, options);
+  // RE2 is not exception-safe: calls into it run in a shield (a failed allocation must not unwind it).
+  auto regex = without_bad_alloc_inside([&] { return std::make_unique<RE2>(pattern, options); });
   if (!regex->ok()) return regex->error();
   regexes_.push_back(std::move(regex));
   return {};
@@ -81,7 +84,8 @@ bool NameMatcher::matches(std::string_view text) const {
     if (glob_match(glob, text)) return true;
   }
   for (const auto& regex : regexes_) {
-    if (RE2::PartialMatch(re2::StringPiece(text.data(), text.size()), *regex)) return true;
+    const re2::StringPiece piece(text.data(), text.size());
+    if (without_bad_alloc_inside([&] { return RE2::PartialMatch(piece, *regex); })) return true;
   }
   return false;
 }

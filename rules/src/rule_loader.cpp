@@ -14,6 +14,7 @@
 #include <unordered_map>
 #include <variant>
 
+#include "ptadvise/bad_alloc_shield.h"
 #include "ptadvise/cores.h"
 #include "ptadvise/yaml_budget.h"
 #include "rule_compiler.h"
@@ -65,7 +66,7 @@ CompiledFileCache& compiled_files() {
   return cache;
 }
 
-CompiledFile compile_file(std::string_view yaml, const std::string& file) {
+CompiledFile compile_file_in_shield(std::string_view yaml, const std::string& file) {
   Reader reader(file);
   YAML::Node root;
   try {
@@ -89,7 +90,9 @@ CompiledFile compile_file(std::string_view yaml, const std::string& file) {
 CompiledFile compile_cached(std::string_view yaml, const std::string& file, bool cached) {
   std::optional<CompiledFile> done = cached ? compiled_files().find(file, yaml) : std::nullopt;
   if (!done) {
-    done = compile_file(yaml, file);
+    // yaml-cpp and RE2 are not exception-safe (a failed allocation inside them corrupts the heap:
+    // jbeder/yaml-cpp#459, google/re2#124): the whole file is read and compiled inside a shield.
+    done = without_bad_alloc_inside([&] { return compile_file_in_shield(yaml, file); });
     if (cached) compiled_files().keep(file, yaml, *done);
   }
   return std::move(*done);

@@ -8,6 +8,7 @@
 
 #include <algorithm>
 
+#include "ptadvise/bad_alloc_shield.h"
 #include "ptadvise/io.h"
 #include "ptadvise/yaml_budget.h"
 #include "ptadvise/yaml_reader.h"
@@ -78,10 +79,13 @@ class TableReader : public YamlReader {
         for (size_t i = 0; i < rule.regexes.size(); ++i) {
           RE2::Options options;
           options.set_log_errors(false);
-          RE2 check(rule.regexes[i], options);
-          if (!check.ok()) {
+          std::string error = without_bad_alloc_inside([&] {
+            RE2 check(rule.regexes[i], options);
+            return check.ok() ? std::string() : check.error();
+          });
+          if (!error.empty()) {
             const YAML::Node at = row["regex"].IsSequence() ? row["regex"][i] : row["regex"];
-            fail(at, key + ".regex", "invalid regular expression: " + check.error());
+            fail(at, key + ".regex", "invalid regular expression: " + error);
           }
         }
       }
@@ -105,7 +109,7 @@ std::string glob_to_regex(std::string_view glob) {
   std::string out = "^";
   std::string literal;
   auto flush = [&] {
-    out += RE2::QuoteMeta(literal);
+    out += without_bad_alloc_inside([&] { return RE2::QuoteMeta(literal); });
     literal.clear();
   };
   for (char c : glob) {
@@ -156,21 +160,25 @@ std::variant<KernelClassifier, KernelTableError> KernelClassifier::compile(std::
   options.set_log_errors(false);
   options.set_dot_nl(true);
   options.set_max_mem(64 << 20);
-  classifier.compiled_->set = std::make_unique<RE2::Set>(options, RE2::UNANCHORED);
+  // RE2 is not exception-safe: every call into it runs in a shield (a failed allocation there corrupted
+  // the heap).
+  classifier.compiled_->set =
+      without_bad_alloc_inside([&] { return std::make_unique<RE2::Set>(options, RE2::UNANCHORED); });
   for (uint32_t r = 0; r < rules.size(); ++r) {
     std::vector<std::string> patterns;
     for (const auto& glob : rules[r].globs) patterns.push_back(glob_to_regex(glob));
     patterns.insert(patterns.end(), rules[r].regexes.begin(), rules[r].regexes.end());
     for (const auto& pattern : patterns) {
       std::string error;
-      if (classifier.compiled_->set->Add(pattern, &error) < 0) {
+      if (without_bad_alloc_inside([&] { return classifier.compiled_->set->Add(pattern, &error); }) < 0) {
         return KernelTableError{single_line(rules[r].origin + ": invalid pattern '" + pattern + "': " + error)};
       }
-      classifier.compiled_->each.push_back(std::make_unique<RE2>(pattern, options));
+      auto regex = without_bad_alloc_inside([&] { return std::make_unique<RE2>(pattern, options); });
+      classifier.compiled_->each.push_back(std::move(regex));
       classifier.pattern_rule_.push_back(r);
     }
   }
-  if (!classifier.compiled_->set->Compile()) {
+  if (!without_bad_alloc_inside([&] { return classifier.compiled_->set->Compile(); })) {
     return KernelTableError{"kernel family table: the patterns need more memory than allowed (64 MiB)"};
   }
   classifier.rules_ = std::move(rules);
@@ -194,7 +202,9 @@ std::variant<KernelClassifier, KernelTableError> KernelClassifier::parse(std::st
                                                                          const std::string& file) {
   std::vector<KernelFamilyRule> rules;
   try {
-    rules = TableReader(file).read(yaml);
+    // yaml-cpp and RE2 are not exception-safe (a failed allocation inside them corrupts the heap:
+    // jbeder/yaml-cpp#459, google/re2#124): the table is read and compiled inside shields.
+    rules = without_bad_alloc_inside([&] { return TableReader(file).read(yaml); });
   } catch (const YamlReadError& failure) {
     return KernelTableError{failure.message};
   }
@@ -232,14 +242,16 @@ const KernelFamilyRule* KernelClassifier::rule_for(std::string_view kernel_name)
   const re2::StringPiece text(name.data(), name.size());
   std::vector<int> matched;
   RE2::Set::ErrorInfo error;
-  if (compiled_->set->Match(text, &matched, &error)) {
+  if (without_bad_alloc_inside([&] { return compiled_->set->Match(text, &matched, &error); })) {
     int first = *std::min_element(matched.begin(), matched.end());
     return &rules_[pattern_rule_[static_cast<size_t>(first)]];
   }
   if (error.kind == RE2::Set::kNoError) return nullptr;
   // The set's DFA ran out of memory on this name: the patterns one by one, in order (still linear each).
   for (size_t p = 0; p < compiled_->each.size(); ++p) {
-    if (RE2::PartialMatch(text, *compiled_->each[p])) return &rules_[pattern_rule_[p]];
+    if (without_bad_alloc_inside([&] { return RE2::PartialMatch(text, *compiled_->each[p]); })) {
+      return &rules_[pattern_rule_[p]];
+    }
   }
   return nullptr;
 }

@@ -53,6 +53,10 @@ class AtomicFile {
   std::optional<std::string> error_;
 };
 
+// Removes the temporary files of outputs not yet committed, as an interruption does: for a process that
+// must end without unwinding. Allocation-free.
+void remove_uncommitted_outputs() noexcept;
+
 // AtomicFile in one call. Returns an error phrase (without the path) or nullopt.
 std::optional<std::string> write_file_atomically(const std::string& path, std::string_view bytes);
 

@@ -197,7 +197,9 @@ TEST_CASE("hardening cli: out of memory is one line and exit 2, also while ranks
     Run run = cli(command, command.starts_with("summary") ? "ulimit -v 120000; export PTADVISE_MEMORY_LIMIT=64GiB;"
                                                            : "ulimit -v 200000; export PTADVISE_MEMORY_LIMIT=64GiB;");
     CHECK(run.exit_code == 2);
-    CHECK(run.err.find("ptadvise: error: out of memory") == 0);
+    // The generic line, or the file whose read ran out ("ranks/rank0.json: out of memory for N bytes").
+    CHECK(run.err.find("ptadvise: error: ") == 0);
+    CHECK(run.err.find("out of memory") != std::string::npos);
     CHECK(std::count(run.err.begin(), run.err.end(), '\n') == 1);
   }
   // Allocations fail at other points under other limits: on the loading thread, on a worker reading a
@@ -232,6 +234,10 @@ TEST_CASE("hardening cli: allocations failing anywhere end in a result or one li
                                 {"summary " + path, 1u << 20},
                                 {"summary " + path, 64},
                                 {"check --exit-zero --format sarif " + kScenario, 64},
+                                // nlohmann::json's destructor allocates; the rules' YAML and RE2 are not
+                                // exception-safe (each ended in a signal now and then).
+                                {"check --exit-zero --format html " + kScenario, 64},
+                                {"rules --format json", 64},
                                 {"check --exit-zero --threads 2 " + path + " " + kScenario, 64}};
   int failed_runs = 0, ok_runs = 0;
   for (const Case& test : cases) {
