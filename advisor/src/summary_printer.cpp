@@ -104,15 +104,7 @@ std::string summary_text(const Summary& summary, const StepPrediction* replay) {
                     format::visible(summary.step_note) + ")");
   if (summary.step_count == 0) return out;
   if (!summary.warmup_note.empty()) line("warm-up", format::visible(summary.warmup_note));
-  if (summary.last_step_partial) {
-    // Steps inferred from the kernel sequence are whole repeats of it; the last one's host side ends with
-    // its last launch, as there is no next step's start to end it.
-    line("", summary.step_source == StepSource::Inferred
-                 ? "the last step ends with its own last launch (there is no next step to time it against, and "
-                   "it lacks the host time before one): left out"
-                 : "the last step holds less than half the events of the others (as when profiling stops inside a "
-                   "step): left out");
-  }
+  if (summary.last_step_partial) line("", format::visible(summary.partial_note));
   if (summary.steady_steps == 0) return out;
   line("step period", ms(summary.step_period_ms) + " mean over " + std::to_string(summary.steady_steps) +
                           " steady step" + (summary.steady_steps == 1 ? "" : "s") + ", median " +

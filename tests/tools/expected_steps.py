@@ -201,14 +201,21 @@ def annotation_steps(events, from_ns=None, to_ns=None, thread=None, threads=None
                         if ns(c["ts"]) >= start:
                             end = min(hi, ns(c["ts"]) + ns(c.get("dur", 0)))
                             break
-                steps.append({"start": start, "end": max(start, end)})
+                # Where the iteration's optimizer step ends (the last iteration ends there).
+                anchor_end = None
+                for c in (found[closing] if closing else []):
+                    if ns(c["ts"]) >= start and (ns(c["ts"]) < end or k + 1 == len(occ)):
+                        anchor_end = ns(c["ts"]) + ns(c.get("dur", 0))
+                        break
+                steps.append({"start": start, "end": max(start, end), "anchor_end": anchor_end})
         elif how == "ends":
             for k, e in enumerate(occ):
                 start = lo if k == 0 else ns(occ[k - 1]["ts"]) + ns(occ[k - 1].get("dur", 0))
                 end = ns(e["ts"]) + ns(e.get("dur", 0))
                 steps.append({"start": start, "end": max(start, end)})
         else:
-            steps = [{"start": ns(e["ts"]), "end": ns(e["ts"]) + ns(e.get("dur", 0))} for e in occ]
+            steps = [{"start": ns(e["ts"]), "end": ns(e["ts"]) + ns(e.get("dur", 0)),
+                      "anchor_end": ns(e["ts"]) + ns(e.get("dur", 0))} for e in occ]
         return steps, key, how
     return None
 

@@ -252,6 +252,14 @@ def summarize(path):
         # time before the next iteration's launches; it is left out while two others remain.
         if source == "inferred" and n >= 3:
             excluded[-1] = True
+        # Likewise the last annotation iteration when it ends with its anchor (an optimizer step, a range)
+        # and the others hold more than 1% of their period after theirs (upper medians, as the C++ side).
+        if source == "annotations" and n >= 3 and steps[-1].get("anchor_end") is not None:
+            tails = [max(0, steps[k + 1]["start"] - steps[k]["anchor_end"]) for k in range(n - 1)
+                     if steps[k].get("anchor_end") is not None]
+            held = [periods[k] for k in range(n - 1) if steps[k].get("anchor_end") is not None]
+            if tails and 100 * sorted(tails)[len(tails) // 2] > sorted(held)[len(held) // 2]:
+                excluded[-1] = True
         whole = n - 1 if excluded[-1] else n
         for i in range(whole - 1):
             later = periods[i + 1:whole]

@@ -4,9 +4,13 @@
 // quietly wrong instead of the one-line out-of-memory error. And simdjson 3.0's parser::allocate() does not
 // check the allocation of its string buffer (new (std::nothrow), never tested): iterate() then succeeds and
 // the first string read writes through a null pointer. Both are thrown here as std::bad_alloc.
+// simdjson picks its implementation for this CPU on first use, inside noexcept functions that allocate:
+// a failed allocation there ended the process (std::terminate). It is picked once, in a shield.
 #pragma once
 
 #include <simdjson.h>
+
+#include "ptadvise/bad_alloc_shield.h"
 
 #include <cstdint>
 #include <memory>
@@ -34,6 +38,12 @@ template struct Expose<StringBuffer, &simdjson::ondemand::parser::string_buf>;
 // simdjson could not allocate.
 inline simdjson::error_code checked_iterate(simdjson::ondemand::parser& parser, const char* text, size_t length,
                                             size_t allocated, simdjson::ondemand::document& doc) {
+  // A shield that cannot set its reserve aside throws here, and the next call tries again.
+  static const bool implementation_picked = [] {
+    without_bad_alloc_inside([] { (void)simdjson::get_active_implementation()->name(); });
+    return true;
+  }();
+  (void)implementation_picked;
   const simdjson::error_code error = parser.iterate(text, length, allocated).get(doc);
   if (error == simdjson::MEMALLOC) throw std::bad_alloc();
   if (!error && !(parser.*member(parser_access::StringBuffer{}))) throw std::bad_alloc();

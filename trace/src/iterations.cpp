@@ -246,6 +246,18 @@ bool find_annotation_steps(const Timeline& timeline, const NameClasses& names, A
       step.number = static_cast<int64_t>(k);
       step.start_ns = cuts[k].start_ns;
       step.end_ns = cuts[k].end_ns;
+      // A range ends with itself; a start-anchored iteration holds one optimizer step, with which the last
+      // one ends. (After-end anchors end every iteration alike, the last one too.)
+      if (cut.how == Cut::How::Ranges) step.anchor_end_ns = cuts[k].end_ns;
+      if (cut.how == Cut::How::AtStarts && cut.closing != nullptr) {
+        for (EventIndex e : cut.closing->events) {
+          const bool last = k + 1 == cuts.size();  // it ends with its optimizer step's end
+          if (events.ts_ns[e] >= cuts[k].start_ns && (events.ts_ns[e] < cuts[k].end_ns || last)) {
+            step.anchor_end_ns = events.end_ns(e);
+            break;
+          }
+        }
+      }
       analysis.steps.push_back(step);
     }
     analysis.main_track = track;
@@ -376,11 +388,37 @@ void measure_periods(const Timeline& timeline, const NameClasses& names, Analysi
     for (size_t k = 0; k + 1 < n; ++k) others_have_gpu = others_have_gpu || steps[k].gpu_start_ns >= 0;
     // One other step is no norm to compare with, unless the last step lacks the GPU work it has.
     bool comparable = others.size() >= 2 || (others_have_gpu && steps.back().gpu_start_ns < 0);
-    if (comparable && 2 * events_per_step.back() < others[others.size() / 2]) steps.back().partial = true;
+    if (comparable && 2 * events_per_step.back() < others[others.size() / 2]) {
+      steps.back().partial = true;
+      analysis.partial_note = "the last step holds less than half the events of the others (as when profiling "
+                              "stops inside a step): left out";
+    }
     // Steps inferred from the kernel sequence run from one window's first launch to the next one's; the
     // last ends with its own last launch, so its period lacks the host time before the next iteration's
     // launches (data loading, Python) that every other period holds. It is left out while two others remain.
-    if (analysis.step_source == StepSource::Inferred && n >= 3) steps.back().partial = true;
+    if (analysis.step_source == StepSource::Inferred && n >= 3 && !steps.back().partial) {
+      steps.back().partial = true;
+      analysis.partial_note = "the last step ends with its own last launch (there is no next step to time it "
+                              "against, and it lacks the host time before one): left out";
+    }
+    // Likewise the last annotation iteration when it ends with its anchor (an optimizer step, a range) and
+    // the others hold time after theirs: more than 1% of their period (the precision every period figure
+    // is given to), so that the last one's period would be short by it.
+    if (analysis.step_source == StepSource::Annotations && n >= 3 && steps.back().anchor_end_ns >= 0) {
+      std::vector<int64_t> tails, periods;
+      for (size_t k = 0; k + 1 < n; ++k) {
+        if (steps[k].anchor_end_ns < 0) continue;
+        tails.push_back(std::max<int64_t>(0, steps[k + 1].start_ns - steps[k].anchor_end_ns));
+        periods.push_back(steps[k].period_ns);
+      }
+      if (!tails.empty() && 100 * middle(tails) > middle(periods) && !steps.back().partial) {
+        steps.back().partial = true;
+        char tail[48];
+        std::snprintf(tail, sizeof tail, "%.3f ms", static_cast<double>(middle(tails)) / 1e6);
+        analysis.partial_note = "the last iteration ends where its optimizer step or range does, without the " +
+                                std::string(tail) + " (median) that follow them in the others: left out";
+      }
+    }
   }
   const size_t whole = steps.back().partial ? n - 1 : n;
   // One-off work per step (host calls, by the step they run in).

@@ -65,6 +65,7 @@ Summary summarize(const Analysis& analysis, size_t top_n) {
   summary.warmup_note = analysis.warmup_note;
   summary.steady_state_note = analysis.steady_state_note;
   summary.last_step_partial = analysis.steps.back().partial;
+  summary.partial_note = analysis.partial_note;
   std::vector<int64_t> periods;
   std::vector<Interval> windows;  // the steady steps' ledger windows: disjoint, in time order
   int64_t span_start = std::numeric_limits<int64_t>::max();

@@ -154,8 +154,53 @@ TEST_CASE("steps: without markers, iterations start at each data-loader fetch ho
   CHECK(analysis.steps[3].end_ns == clock.at(3180));  // the last iteration ends with its optimizer step
   CHECK(analysis.steps[0].period_ns == us(1000));
   CHECK(analysis.steps[3].period_ns == us(180));  // no successor: its own CPU interval
-  CHECK(analysis.steady_step_count() == 4);
+  // That interval lacks what follows the optimizer step before the next fetch (820 us here), which every
+  // other period holds: the last iteration is left out of the per-step figures.
+  CHECK(analysis.steps[2].anchor_end_ns == clock.at(2180));
+  CHECK(analysis.steps[3].anchor_end_ns == clock.at(3180));
+  CHECK(analysis.steps[3].partial);
+  CHECK(analysis.steady_step_count() == 3);
   CHECK(analysis.step_of(find_event(timeline, "sgd_update", 2)) == 2);
+}
+
+TEST_CASE("steps: the last annotation iteration is left out when the others hold time after their anchor") {
+  // Two iterations: one other period is no norm, and both are kept.
+  TraceBuilder two(Era::Kineto2023);
+  for (int k = 0; k < 2; ++k) iteration(two, 1000.0 * k, 100, kLoader);
+  Timeline two_timeline = two.load();
+  Analysis two_analysis = analyze(two_timeline);
+  REQUIRE(two_analysis.steps.size() == 2);
+  CHECK(two_analysis.steps[1].anchor_end_ns >= 0);
+  CHECK_FALSE(two_analysis.steps[1].partial);
+  CHECK(two_analysis.steady_step_count() == 2);
+  // User ranges with time between them: the last range has no gap after it.
+  TraceBuilder ranges(Era::Kineto2023);
+  for (int k = 0; k < 4; ++k) {
+    ranges.annotation("train_batch", 1000.0 * k, 700);
+    ranges.launch("fwd_gemm", 1000.0 * k + 20, 5, 1000.0 * k + 30, 50);
+  }
+  Timeline ranges_timeline = ranges.load();
+  Analysis ranges_analysis = analyze(ranges_timeline);
+  REQUIRE(ranges_analysis.steps.size() == 4);
+  CHECK(ranges_analysis.steps[0].period_ns == us(1000));
+  CHECK(ranges_analysis.steps[3].period_ns == us(700));
+  CHECK(ranges_analysis.steps[3].partial);
+  CHECK(ranges_analysis.partial_note == "the last iteration ends where its optimizer step or range does, without "
+                                        "the 0.300 ms (median) that follow them in the others: left out");
+  CHECK(ranges_analysis.steady_step_count() == 3);
+  // Ranges that nearly tile time (4 us between ranges of 996 us: under 1% of the period): the last one's
+  // period is as good as the others', and it is kept.
+  TraceBuilder tiled(Era::Kineto2023);
+  for (int k = 0; k < 4; ++k) {
+    tiled.annotation("train_batch", 1000.0 * k, 996);
+    tiled.launch("fwd_gemm", 1000.0 * k + 20, 5, 1000.0 * k + 30, 50);
+  }
+  Timeline tiled_timeline = tiled.load();
+  Analysis tiled_analysis = analyze(tiled_timeline);
+  REQUIRE(tiled_analysis.steps.size() == 4);
+  CHECK(tiled_analysis.steps[3].period_ns == us(996));
+  CHECK_FALSE(tiled_analysis.steps[3].partial);
+  CHECK(tiled_analysis.steady_step_count() == 4);
 }
 
 TEST_CASE("steps: with Python frames around every op (with_stack), iterations still come from annotations") {
@@ -209,6 +254,9 @@ TEST_CASE("steps: without markers or a loader, iterations end with each optimize
   CHECK(analysis.steps[0].end_ns == clock.at(250));
   CHECK(analysis.steps[1].start_ns == clock.at(250));
   CHECK(analysis.steps[2].end_ns == clock.at(1250));
+  // Each iteration ends with its optimizer step, the last one too: all are whole.
+  CHECK(analysis.steps[2].anchor_end_ns == -1);
+  CHECK(analysis.steady_step_count() == 3);
 }
 
 TEST_CASE("steps: a ProfilerStep holding the same number of iterations in every step is split") {
@@ -268,6 +316,8 @@ TEST_CASE("steps: leading warm-up steps and a cut-short last step are left out o
   Summary summary = summarize(analysis);
   CHECK(summary.steady_steps == 4);
   CHECK(summary.last_step_partial);
+  CHECK(summary.partial_note == "the last step holds less than half the events of the others (as when profiling "
+                                "stops inside a step): left out");
   CHECK(summary.kernels_per_step == doctest::Approx(2.0));
   // Steady windows: 4 x 1000 us with 450 us of kernels each (gemm 400 + relu 50).
   CHECK(summary.gpu_busy_pct == doctest::Approx(45.0));

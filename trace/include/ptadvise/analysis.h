@@ -43,6 +43,10 @@ struct Step {
   bool gpu_span_only = false;
   bool warmup = false;   // a leading step dominated by one-off work: excluded from every per-step figure
   bool partial = false;  // the last step, cut short by the end of profiling: excluded likewise
+  // Where an annotation iteration's anchor ends (its optimizer step, its range), -1 when it has none. The
+  // last iteration ends there, not at a next iteration's start: its period lacks what follows the anchor
+  // (logging, a sync, Python) in every other period.
+  int64_t anchor_end_ns = -1;
   int64_t span_start() const;  // min(start, gpu_start)
   int64_t span_end() const;    // max(end, gpu_end)
   int64_t duration_ns() const { return span_end() - span_start(); }
@@ -128,6 +132,7 @@ struct Analysis {
   StepSource step_source = StepSource::WholeWindow;
   std::string step_note;  // how steps were found, phrased for the user
   std::string warmup_note;  // why the leading steps count as warm-up; empty when none do
+  std::string partial_note;  // why the last step is left out (Step::partial); empty when it is not
   // False when one-off work (warm-up, graph capture) fills at least half of the steady steps: the window
   // shows no steady state to measure per-step figures on, and no rule runs
   // (docs/ANALYSIS.md, "No steady state"). `steady_state_note` says why.
@@ -245,6 +250,7 @@ struct Summary {
   size_t steady_steps = 0;   // steps the figures below describe: all but warm-up and a cut-short last step
   size_t warmup_steps = 0;
   bool last_step_partial = false;
+  std::string partial_note;  // why (Analysis::partial_note)
   std::string warmup_note;
   std::string steady_state_note;  // Analysis::steady_state_note: empty when the steps show a steady state
   double step_period_ms = 0;  // mean iteration period of the steady steps
