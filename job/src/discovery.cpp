@@ -5,6 +5,7 @@
 #include <set>
 #include <tuple>
 
+#include "ptadvise/bad_alloc_shield.h"
 #include "ptadvise/job.h"
 
 namespace ptadvise {
@@ -29,14 +30,17 @@ std::vector<std::string> find_trace_files(const std::string& path, std::string& 
     files.push_back(path);
     return files;
   }
-  // Recursive: TensorBoard writes logdir/<run>/<host>_<pid>.<time>.pt.trace.json[.gz].
-  for (fs::recursive_directory_iterator it(path, fs::directory_options::skip_permission_denied, ec), end;
-       !ec && it != end; it.increment(ec)) {
-    std::error_code type_error;
-    if (it->is_regular_file(type_error) && is_trace_file_name(it->path().filename().string())) {
-      files.push_back(it->path().string());
+  // Recursive: TensorBoard writes logdir/<run>/<host>_<pid>.<time>.pt.trace.json[.gz]. increment(ec) is
+  // noexcept and allocates: a failed allocation there would end the process, so the walk runs in a shield.
+  without_bad_alloc_inside([&] {
+    for (fs::recursive_directory_iterator it(path, fs::directory_options::skip_permission_denied, ec), end;
+         !ec && it != end; it.increment(ec)) {
+      std::error_code type_error;
+      if (it->is_regular_file(type_error) && is_trace_file_name(it->path().filename().string())) {
+        files.push_back(it->path().string());
+      }
     }
-  }
+  });
   if (ec) {
     error = path + ": cannot list the directory: " + ec.message();
     return {};

@@ -167,12 +167,7 @@ struct Builder {
   // Whether the op's enclosing op or annotation is a step marker: an outermost op of the step. Python frames
   // between them (with_stack writes the script's frames around every op) are looked through.
   bool directly_under_step_marker(EventIndex i) const {
-    constexpr int kFramesLookedThrough = 1024;  // hostile traces nest tens of thousands
-    EventIndex above = events.parent[i];
-    for (int depth = 0; above != kNone && events.kind[above] == EventKind::PythonFunction; ++depth) {
-      if (depth == kFramesLookedThrough) return false;
-      above = events.parent[above];
-    }
+    EventIndex above = enclosing_op_or_annotation(events, i);
     return above != kNone && timeline.name(above).starts_with("ProfilerStep#");
   }
 

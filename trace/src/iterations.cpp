@@ -35,24 +35,12 @@ bool nested_in_anchor(const Timeline& timeline, const NameClasses& names, EventI
   return false;
 }
 
-// The innermost CPU op or annotation enclosing `i`, kNone at the top of its thread. Python frames are looked
-// through: with `with_stack`, frames (`<module>`, the training function) enclose every op.
-EventIndex enclosing_op(const Events& events, EventIndex i) {
-  constexpr size_t kLimit = 1024;  // hostile traces nest tens of thousands of frames
-  EventIndex p = events.parent[i];
-  for (size_t walked = 0; p != kNone && !is_op_or_annotation(events.kind[p]); ++walked) {
-    if (walked == kLimit) return kNone;
-    p = events.parent[p];
-  }
-  return p;
-}
-
 // A user's range repeating at the top of the thread (or directly under a step marker).
 bool is_top_level_range(const Timeline& timeline, const NameClasses& names, EventIndex i) {
   const Events& events = timeline.events;
   if (events.kind[i] != EventKind::UserAnnotation) return false;
   if ((names.by_name[events.name[i]] & (kAnchor | kStepMarker | kDataLoader)) != 0) return false;
-  EventIndex p = enclosing_op(events, i);
+  EventIndex p = enclosing_op_or_annotation(events, i);
   return p == kNone || (names.by_name[events.name[p]] & kStepMarker) != 0;
 }
 

@@ -14,6 +14,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "ptadvise/bad_alloc_shield.h"
 #include "event_windows.h"
 #include "links.h"
 #include "numbers.h"
@@ -388,12 +389,15 @@ std::variant<std::vector<Timeline>, LoadError> load_traces(const std::vector<std
       continue;
     }
     std::vector<std::filesystem::path> files;
-    for (std::filesystem::directory_iterator it(path, error), end; !error && it != end; it.increment(error)) {
-      std::error_code type_error;
-      if (it->is_regular_file(type_error) && is_trace_file_name(it->path().filename().string())) {
-        files.push_back(it->path());
+    // increment(error_code&) is noexcept and allocates: a failed allocation there would end the process.
+    without_bad_alloc_inside([&] {
+      for (std::filesystem::directory_iterator it(path, error), end; !error && it != end; it.increment(error)) {
+        std::error_code type_error;
+        if (it->is_regular_file(type_error) && is_trace_file_name(it->path().filename().string())) {
+          files.push_back(it->path());
+        }
       }
-    }
+    });
     if (error) return LoadError{path + ": cannot list the directory: " + error.message()};
     if (files.empty()) return LoadError{path + ": no trace files (*.json, *.json.gz) in this directory"};
     std::sort(files.begin(), files.end());

@@ -3,6 +3,7 @@
 #include <fstream>
 #include <system_error>
 
+#include "ptadvise/bad_alloc_shield.h"
 #include "ptadvise/capture.h"
 
 namespace ptadvise {
@@ -20,12 +21,15 @@ bool ends_with(const std::string& text, std::string_view suffix) {
 DirectorySnapshot snapshot_directory(const std::string& dir) {
   DirectorySnapshot snapshot;
   std::error_code error;
-  for (fs::directory_iterator it(dir, error), end; !error && it != end; it.increment(error)) {
-    std::error_code entry_error;
-    if (!it->is_regular_file(entry_error)) continue;
-    auto written = it->last_write_time(entry_error);
-    if (!entry_error) snapshot.emplace_back(it->path().string(), written);
-  }
+  // increment(error_code&) is noexcept and allocates: a failed allocation there would end the process.
+  without_bad_alloc_inside([&] {
+    for (fs::directory_iterator it(dir, error), end; !error && it != end; it.increment(error)) {
+      std::error_code entry_error;
+      if (!it->is_regular_file(entry_error)) continue;
+      auto written = it->last_write_time(entry_error);
+      if (!entry_error) snapshot.emplace_back(it->path().string(), written);
+    }
+  });
   std::sort(snapshot.begin(), snapshot.end());
   return snapshot;
 }

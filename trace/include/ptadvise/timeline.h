@@ -102,6 +102,20 @@ struct Events {
   int64_t end_ns(EventIndex i) const { return ts_ns[i] + dur_ns[i]; }
 };
 
+// The innermost CPU op or user annotation enclosing event `i` on its thread, looking through the Python
+// frames `with_stack` writes around everything: kNone when none does, or past 1024 frames (hostile traces
+// nest tens of thousands).
+inline EventIndex enclosing_op_or_annotation(const Events& events, EventIndex i) {
+  constexpr size_t kFramesLookedThrough = 1024;
+  EventIndex p = events.parent[i];
+  for (size_t walked = 0; p != kNone && events.kind[p] != EventKind::CpuOp && events.kind[p] != EventKind::UserAnnotation;
+       ++walked) {
+    if (walked == kFramesLookedThrough) return kNone;
+    p = events.parent[p];
+  }
+  return p;
+}
+
 // Keys of `args` objects. Sets use std::less<> so that a string_view finds a key without a copy.
 using ArgKeySet = std::set<std::string, std::less<>>;
 
