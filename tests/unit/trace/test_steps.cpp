@@ -173,12 +173,17 @@ TEST_CASE("steps: the last annotation iteration is left out when the others hold
   CHECK(two_analysis.steps[1].anchor_end_ns >= 0);
   CHECK_FALSE(two_analysis.steps[1].partial);
   CHECK(two_analysis.steady_step_count() == 2);
-  // User ranges with time between them: the last range has no gap after it.
-  TraceBuilder ranges(Era::Kineto2023);
-  for (int k = 0; k < 4; ++k) {
-    ranges.annotation("train_batch", 1000.0 * k, 700);
-    ranges.launch("fwd_gemm", 1000.0 * k + 20, 5, 1000.0 * k + 30, 50);
-  }
+  // Four user ranges of `length_us` a millisecond apart.
+  auto ranges_of = [](double length_us) {
+    TraceBuilder trace(Era::Kineto2023);
+    for (int k = 0; k < 4; ++k) {
+      trace.annotation("train_batch", 1000.0 * k, length_us);
+      trace.launch("fwd_gemm", 1000.0 * k + 20, 5, 1000.0 * k + 30, 50);
+    }
+    return trace;
+  };
+  // Time between the ranges: the last range has none after it.
+  TraceBuilder ranges = ranges_of(700);
   Timeline ranges_timeline = ranges.load();
   Analysis ranges_analysis = analyze(ranges_timeline);
   REQUIRE(ranges_analysis.steps.size() == 4);
@@ -190,11 +195,7 @@ TEST_CASE("steps: the last annotation iteration is left out when the others hold
   CHECK(ranges_analysis.steady_step_count() == 3);
   // Ranges that nearly tile time (4 us between ranges of 996 us: under 1% of the period): the last one's
   // period is as good as the others', and it is kept.
-  TraceBuilder tiled(Era::Kineto2023);
-  for (int k = 0; k < 4; ++k) {
-    tiled.annotation("train_batch", 1000.0 * k, 996);
-    tiled.launch("fwd_gemm", 1000.0 * k + 20, 5, 1000.0 * k + 30, 50);
-  }
+  TraceBuilder tiled = ranges_of(996);
   Timeline tiled_timeline = tiled.load();
   Analysis tiled_analysis = analyze(tiled_timeline);
   REQUIRE(tiled_analysis.steps.size() == 4);
