@@ -17,6 +17,11 @@
 #include "ptadvise/bad_alloc_shield.h"
 #include "ptadvise/kernel_class.h"
 
+#ifndef PTADVISE_FAILING_MALLOC
+TEST_CASE("bad alloc shield: skipped under the sanitizers") {
+  MESSAGE("skipped under the sanitizers: their allocator does not call the new-handler");
+}
+#else
 namespace {
 
 constexpr size_t kMiB = size_t{1} << 20;
@@ -99,11 +104,6 @@ rules:
 
 }  // namespace
 
-#ifndef PTADVISE_FAILING_MALLOC
-TEST_CASE("bad alloc shield: skipped under the sanitizers") {
-  MESSAGE("skipped under the sanitizers: their allocator does not call the new-handler");
-}
-#else
 // The cases, each run alone in a fresh process by the tests below.
 TEST_CASE("bad alloc shield case: inside" * doctest::skip()) {
   as_case([] {
