@@ -65,7 +65,8 @@ constexpr char kOutOfMemory[] =
     "ptadvise: error: out of memory (the input needs more memory than this process may use; see "
     "PTADVISE_MEMORY_LIMIT in docs/TRACE_LOADING.md)\n";
 
-// Memory ran out inside code that cannot be unwound (RE2), past the reserve set aside for it: the same
+// Memory ran out inside code that cannot be unwound (RE2, yaml-cpp, a noexcept destructor: a
+// BadAllocShield), past the reserve set aside for it: the same
 // line, the outputs' temporary files removed, and the exit code of every other out-of-memory end.
 void exit_out_of_memory() noexcept {
   std::fflush(stdout);

@@ -8,8 +8,8 @@
 #include <set>
 #include <sstream>
 
-#include "ptadvise/bad_alloc_shield.h"
 #include "ptadvise/advisor.h"
+#include "ptadvise/bad_alloc_shield.h"
 #include "ptadvise/io.h"
 #include "ptadvise/yaml_budget.h"
 

@@ -1,6 +1,7 @@
 // Renders a Summary as text or JSON. No analysis here: only formatting of the computed figures.
-#include "ptadvise/bad_alloc_shield.h"
 #include "ptadvise/summary_printer.h"
+
+#include "ptadvise/bad_alloc_shield.h"
 #include "ptadvise/schema_versions.h"
 
 #include "format.h"

@@ -51,14 +51,8 @@ TempSlot g_temps[kTempSlots];
 std::mutex g_temps_mutex;
 constexpr int kInterruptions[] = {SIGINT, SIGTERM, SIGHUP};
 
-void remove_temps() noexcept {
-  for (TempSlot& slot : g_temps) {
-    if (slot.used.load()) unlink(slot.path);
-  }
-}
-
 void remove_temps_and_stop(int signal) {
-  remove_temps();
+  remove_uncommitted_outputs();
   // Then the signal's own action, so the exit status still says what stopped ptadvise.
   std::signal(signal, SIG_DFL);
   std::raise(signal);
@@ -247,6 +241,10 @@ std::optional<std::string> write_file_atomically(const std::string& path, std::s
   return file.commit();
 }
 
-void remove_uncommitted_outputs() noexcept { remove_temps(); }
+void remove_uncommitted_outputs() noexcept {
+  for (TempSlot& slot : g_temps) {
+    if (slot.used.load()) unlink(slot.path);
+  }
+}
 
 }  // namespace ptadvise

@@ -5,42 +5,19 @@
 #include <set>
 #include <tuple>
 
-#include "ptadvise/bad_alloc_shield.h"
 #include "ptadvise/job.h"
+#include "ptadvise/loader.h"
 
 namespace ptadvise {
-
 namespace {
-
 namespace fs = std::filesystem;
-
-bool is_trace_file_name(const std::string& name) {
-  auto ends_with = [&name](std::string_view suffix) {
-    return name.size() >= suffix.size() && name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0;
-  };
-  return ends_with(".json") || ends_with(".json.gz");
-}
-
 }  // namespace
 
 std::vector<std::string> find_trace_files(const std::string& path, std::string& error) {
-  std::vector<std::string> files;
   std::error_code ec;
-  if (!fs::is_directory(path, ec)) {
-    files.push_back(path);
-    return files;
-  }
-  // Recursive: TensorBoard writes logdir/<run>/<host>_<pid>.<time>.pt.trace.json[.gz]. increment(ec) is
-  // noexcept and allocates: a failed allocation there would end the process, so the walk runs in a shield.
-  without_bad_alloc_inside([&] {
-    for (fs::recursive_directory_iterator it(path, fs::directory_options::skip_permission_denied, ec), end;
-         !ec && it != end; it.increment(ec)) {
-      std::error_code type_error;
-      if (it->is_regular_file(type_error) && is_trace_file_name(it->path().filename().string())) {
-        files.push_back(it->path().string());
-      }
-    }
-  });
+  if (!fs::is_directory(path, ec)) return {path};
+  // Recursive: TensorBoard writes logdir/<run>/<host>_<pid>.<time>.pt.trace.json[.gz].
+  std::vector<std::string> files = trace_files_in(path, true, ec);
   if (ec) {
     error = path + ": cannot list the directory: " + ec.message();
     return {};
@@ -49,7 +26,6 @@ std::vector<std::string> find_trace_files(const std::string& path, std::string& 
     error = path + ": no trace files (*.json, *.json.gz) in this directory or below";
     return {};
   }
-  std::sort(files.begin(), files.end());
   return files;
 }
 

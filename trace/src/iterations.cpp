@@ -74,10 +74,17 @@ struct Cut {
   size_t iterations() const { return anchor ? anchor->events.size() : 0; }
 };
 
+// The first of `items` (in start order, as collected from one thread) starting at or after `from`.
+std::vector<EventIndex>::const_iterator first_from(const Events& events, const std::vector<EventIndex>& items,
+                                                  int64_t from) {
+  return std::partition_point(items.begin(), items.end(), [&](EventIndex e) { return events.ts_ns[e] < from; });
+}
+
+// How many of `items` start in [from, to): a binary search each way, not a scan per iteration.
 size_t count_between(const Events& events, const std::vector<EventIndex>& items, int64_t from, int64_t to) {
-  size_t n = 0;
-  for (EventIndex e : items) n += events.ts_ns[e] >= from && events.ts_ns[e] < to ? 1 : 0;
-  return n;
+  auto first = first_from(events, items, from);
+  return static_cast<size_t>(std::partition_point(first, items.end(), [&](EventIndex e) { return events.ts_ns[e] < to; }) -
+                             first);
 }
 
 // Picks the anchor: a start anchor (data-loader fetch, zero_grad) when each iteration it opens holds
@@ -140,12 +147,8 @@ std::vector<Interval> cut_iterations(const Events& events, const Cut& cut, int64
         int64_t end = k + 1 < at.size() ? events.ts_ns[at[k + 1]] : to;
         // The last iteration ends with its optimizer step when one follows; else at the stretch's end.
         if (k + 1 == at.size() && cut.closing) {
-          for (EventIndex e : cut.closing->events) {
-            if (events.ts_ns[e] >= start) {
-              end = std::min(to, events.end_ns(e));
-              break;
-            }
-          }
+          const auto closing = first_from(events, cut.closing->events, start);
+          if (closing != cut.closing->events.end()) end = std::min(to, events.end_ns(*closing));
         }
         out.push_back({start, std::max(start, end)});
       }
@@ -238,12 +241,10 @@ bool find_annotation_steps(const Timeline& timeline, const NameClasses& names, A
       // one ends. (After-end anchors end every iteration alike, the last one too.)
       if (cut.how == Cut::How::Ranges) step.anchor_end_ns = cuts[k].end_ns;
       if (cut.how == Cut::How::AtStarts && cut.closing != nullptr) {
-        for (EventIndex e : cut.closing->events) {
-          const bool last = k + 1 == cuts.size();  // it ends with its optimizer step's end
-          if (events.ts_ns[e] >= cuts[k].start_ns && (events.ts_ns[e] < cuts[k].end_ns || last)) {
-            step.anchor_end_ns = events.end_ns(e);
-            break;
-          }
+        const auto closing = first_from(events, cut.closing->events, cuts[k].start_ns);
+        const bool last = k + 1 == cuts.size();  // it ends with its optimizer step's end
+        if (closing != cut.closing->events.end() && (last || events.ts_ns[*closing] < cuts[k].end_ns)) {
+          step.anchor_end_ns = events.end_ns(*closing);
         }
       }
       analysis.steps.push_back(step);

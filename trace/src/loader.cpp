@@ -341,6 +341,31 @@ bool is_trace_file_name(const std::string& name) {
 
 }  // namespace
 
+std::vector<std::string> trace_files_in(const std::string& directory, bool recursive, std::error_code& error) {
+  namespace fs = std::filesystem;
+  std::vector<std::string> files;
+  auto take = [&](const fs::directory_entry& entry) {
+    std::error_code type_error;
+    if (entry.is_regular_file(type_error) && is_trace_file_name(entry.path().filename().string())) {
+      files.push_back(entry.path().string());
+    }
+  };
+  // increment(error_code&) is noexcept and allocates: a failed allocation there would end the process.
+  without_bad_alloc_inside([&] {
+    if (recursive) {
+      for (fs::recursive_directory_iterator it(directory, fs::directory_options::skip_permission_denied, error), end;
+           !error && it != end; it.increment(error)) {
+        take(*it);
+      }
+    } else {
+      for (fs::directory_iterator it(directory, error), end; !error && it != end; it.increment(error)) take(*it);
+    }
+  });
+  if (error) return {};
+  std::sort(files.begin(), files.end());
+  return files;
+}
+
 // rank-3, rank_3, rank3 (case-insensitive) in a file name.
 std::optional<int> rank_from_file_name(const std::string& name) {
   std::string lower = name;
@@ -388,25 +413,15 @@ std::variant<std::vector<Timeline>, LoadError> load_traces(const std::vector<std
       if (options.on_file_loaded) options.on_file_loaded(1, 1, timelines.back().stats.bytes);
       continue;
     }
-    std::vector<std::filesystem::path> files;
-    // increment(error_code&) is noexcept and allocates: a failed allocation there would end the process.
-    without_bad_alloc_inside([&] {
-      for (std::filesystem::directory_iterator it(path, error), end; !error && it != end; it.increment(error)) {
-        std::error_code type_error;
-        if (it->is_regular_file(type_error) && is_trace_file_name(it->path().filename().string())) {
-          files.push_back(it->path());
-        }
-      }
-    });
+    std::vector<std::string> files = trace_files_in(path, false, error);
     if (error) return LoadError{path + ": cannot list the directory: " + error.message()};
     if (files.empty()) return LoadError{path + ": no trace files (*.json, *.json.gz) in this directory"};
-    std::sort(files.begin(), files.end());
     timelines.reserve(timelines.size() + files.size());
     for (size_t order = 0; order < files.size(); ++order) {
-      auto result = load_trace_file(files[order].string(), options);
+      auto result = load_trace_file(files[order], options);
       if (auto* failure = std::get_if<LoadError>(&result)) return std::move(*failure);
       Timeline timeline = std::move(std::get<Timeline>(result));
-      if (!timeline.rank) timeline.rank = rank_from_file_name(files[order].filename().string());
+      if (!timeline.rank) timeline.rank = rank_from_file_name(std::filesystem::path(files[order]).filename().string());
       if (!timeline.rank) timeline.rank = static_cast<int>(order);
       timelines.push_back(std::move(timeline));
       if (options.on_file_loaded) options.on_file_loaded(order + 1, files.size(), timelines.back().stats.bytes);

@@ -5,6 +5,7 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <system_error>
 #include <variant>
 #include <vector>
 
@@ -42,6 +43,10 @@ std::variant<Timeline, LoadError> load_trace_bytes(std::string_view bytes, const
 
 // The rank written in a trace's file name (rank-3, rank_3, rank3; case-insensitive), else nullopt.
 std::optional<int> rank_from_file_name(const std::string& name);
+
+// The trace files (regular files named *.json or *.json.gz) in `directory`, and below it when `recursive`
+// (directories it may not read are skipped), sorted; `error` is set when it cannot be listed.
+std::vector<std::string> trace_files_in(const std::string& directory, bool recursive, std::error_code& error);
 
 // A path may be a file or a directory of per-rank traces (*.json, *.json.gz). Ranks are taken from
 // distributedInfo.rank, else from the file name (rank-N / rank_N / rankN), else from file order;
