@@ -151,9 +151,8 @@ size_t TraceParser::read_event_list(size_t pos) {
   bool expect_element = true;  // right after '[' or ','
   bool first = true;
   size_t single_until = 0;  // after a window fails in stage 1, events up to here are read one by one
-  // Incremental reads stay this far ahead: the windows read ahead lie in bytes read. 32 MiB, not 64: on two
-  // cores the bytes read ahead were a quarter of the peak memory of a 279 MB trace (0.60x the file, 0.55x now).
-  const size_t read_ahead_bytes = std::max(size_t{32} << 20, (2 * threads_ + 3) * kWindowBytes);
+  // Incremental reads stay this far ahead: the windows read ahead lie in bytes read.
+  const size_t read_ahead_bytes = std::max(kReadAhead, (2 * threads_ + 3) * kWindowBytes);
   while (true) {
     report_bytes(pos);
     fill(pos + read_ahead_bytes);

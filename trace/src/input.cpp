@@ -21,7 +21,6 @@ namespace {
 
 constexpr size_t kTail = PaddedBuffer::kPadding + PaddedBuffer::kSpare;
 constexpr size_t kStreamChunk = size_t{1} << 20;
-constexpr size_t kFirstRead = size_t{64} << 20;  // incremental reads: what is read before the parse starts
 constexpr size_t kPopulateStretch = size_t{4} << 20;  // inflating the first read: populated this much at a time
 
 bool is_gzip(const char* data, size_t size) {
@@ -185,7 +184,7 @@ InputResult inflate_gzip_incremental(std::unique_ptr<GzipStream> stream) {
   const size_t first = std::min(kFirstRead, cap.bytes);
   // Populated a stretch at a time as the text comes (one call instead of a fault per page), not all of the
   // first read at once: most traces inflate to less than that, and their check would fault in (and hold)
-  // 64 MiB for a few.
+  // all of the first read for a few.
   size_t produced = 0;
   while (produced < first) {
     const size_t stretch = std::min(first - produced, kPopulateStretch);

@@ -122,8 +122,17 @@ class PendingGzip final : public PendingInput {
   std::string beyond_cap_;  // the failure when the stream inflates beyond the cap
 };
 
+// Incremental reads (files and .json.gz larger than this, with kept keys): what is read before the parse
+// starts. The rest is read as the parse goes on, at least kPendingRead at a time, kReadAhead ahead of the
+// window being parsed, and given back every kReleaseStep behind it: the file's bytes resident at once are
+// about kReadAhead + kPendingRead + kReleaseStep (40 MiB), whatever its size.
+inline constexpr size_t kFirstRead = size_t{16} << 20;
 // What PendingInput::fill reads at least at a time.
-inline constexpr size_t kPendingRead = size_t{16} << 20;
+inline constexpr size_t kPendingRead = size_t{8} << 20;
+// How far ahead of the window being parsed the bytes are read (at least: two windows per thread, more).
+inline constexpr size_t kReadAhead = size_t{16} << 20;
+// How many parsed bytes are given back at once.
+inline constexpr size_t kReleaseStep = size_t{8} << 20;
 
 // `bytes` rounded up to whole pages.
 size_t page_round(size_t bytes);
@@ -145,7 +154,7 @@ struct InputResult {
 // files of `incremental` reads, which are mapped under a FaultGuard (a file cut while it is read reads as
 // zeros past the cut, never SIGBUS). Sizes beyond the memory this process may still use
 // (io.h: available_memory) are refused with an error instead of running out of memory.
-// `incremental`: a regular file larger than a first read (for gzip: whose first 64 MiB inflated do not end
+// `incremental`: a regular file larger than a first read (for gzip: whose first kFirstRead bytes inflated do not end
 // the stream) is returned with that read only, and the rest `pending`; the buffer's size is pending->size().
 InputResult read_input_file(const std::string& path, bool incremental = false);
 

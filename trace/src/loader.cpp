@@ -107,7 +107,6 @@ size_t TraceParser::value_end_read(size_t pos) {
 }
 
 void TraceParser::release_before(size_t pos) {
-  constexpr size_t kReleaseStep = size_t{16} << 20;
   if (!keep_) return;  // the args views need the file's bytes
   const size_t page = page_size();
   // A page of margin: the window before `pos` patched the byte before its start.

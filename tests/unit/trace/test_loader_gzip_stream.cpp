@@ -1,5 +1,5 @@
-// .json.gz inflated as the parse goes on (LoadOptions::arg_keys given): past the first 64 MiB inflated,
-// the text comes from the gzip stream 16 MiB at a time. The timeline is the one of the text read whole,
+// .json.gz inflated as the parse goes on (LoadOptions::arg_keys given): past the first read (kFirstRead,
+// 16 MiB) inflated, the text comes from the gzip stream 8 MiB (kPendingRead) at a time. The timeline is the one of the text read whole,
 // across gzip members; a cut stream keeps the events before the cut, a damaged one counts the rest as
 // unread; the inflated-size cap still holds.
 #include <doctest/doctest.h>
@@ -66,8 +66,8 @@ TEST_CASE("gzip stream: a 90 MB .json.gz of two members inflated as the parse go
 
   auto input = ptadvise::detail::read_input_file(path.string(), true);
   REQUIRE(input.ok());
-  REQUIRE(input.pending != nullptr);  // the first 64 MiB inflated, the rest to come
-  CHECK(input.pending->filled() == (size_t{64} << 20));
+  REQUIRE(input.pending != nullptr);  // the first read inflated, the rest to come
+  CHECK(input.pending->filled() == ptadvise::detail::kFirstRead);
   CHECK(input.buffer.size > bytes.size());  // the cap: the inflated size is not known yet
   input = {};
 
@@ -82,7 +82,7 @@ TEST_CASE("gzip stream: a 90 MB .json.gz of two members inflated as the parse go
   ptadvise::testing::check_same_big_trace(kept, std::get<Timeline>(whole), bytes.size());
 }
 
-TEST_CASE("gzip stream: a .json.gz cut past its first 64 MiB keeps the events before the cut, with the warning") {
+TEST_CASE("gzip stream: a .json.gz cut past its first read keeps the events before the cut, with the warning") {
   const std::string event = "  {\"ph\": \"X\", \"cat\": \"kernel\", \"name\": \"gemm\", \"pid\": 0, \"tid\": 7, \"ts\": 1000, "
                             "\"dur\": 5, \"args\": {\"bytes\": 64, \"padding\": \"" + std::string(900, 'x') + "\"}}";
   size_t events = 0;
@@ -111,7 +111,7 @@ TEST_CASE("gzip stream: a .json.gz cut past its first 64 MiB keeps the events be
   CHECK(timeline.arg_int(whole - 1, "bytes") == 64);
 }
 
-TEST_CASE("gzip stream: a .json.gz inflating beyond the memory budget past its first 64 MiB is refused") {
+TEST_CASE("gzip stream: a .json.gz inflating beyond the memory budget past its first read is refused") {
   const std::string event = "  {\"ph\": \"X\", \"cat\": \"kernel\", \"name\": \"gemm\", \"pid\": 0, \"tid\": 7, \"ts\": 1000, "
                             "\"dur\": 5, \"args\": {\"bytes\": 64, \"padding\": \"" + std::string(900, 'x') + "\"}}";
   size_t events = 0;
@@ -134,7 +134,7 @@ TEST_CASE("gzip stream: a .json.gz inflating beyond the memory budget past its f
   std::filesystem::remove(path);
 }
 
-TEST_CASE("gzip stream: a .json.gz damaged past its first 64 MiB keeps what inflates and counts the rest as unread") {
+TEST_CASE("gzip stream: a .json.gz damaged past its first read keeps what inflates and counts the rest as unread") {
   const std::string event = "  {\"ph\": \"X\", \"cat\": \"kernel\", \"name\": \"gemm\", \"pid\": 0, \"tid\": 7, \"ts\": 1000, "
                             "\"dur\": 5, \"args\": {\"bytes\": 64, \"padding\": \"" + std::string(900, 'x') + "\"}}";
   size_t events = 0;
@@ -161,8 +161,8 @@ TEST_CASE("gzip stream: a .json.gz damaged past its first 64 MiB keeps what infl
   CHECK(timeline.stats.unread_bytes < bytes.size());
 }
 
-TEST_CASE("gzip stream: a small .json.gz faults in the memory its text needs, not the 64 MiB of a first read") {
-  // 2 MiB of events whose numbers vary, so that the gzip (about 0.4 MB) may inflate to more than 64 MiB as
+TEST_CASE("gzip stream: a small .json.gz faults in the memory its text needs, not the 16 MiB of a first read") {
+  // 2 MiB of events whose numbers vary, so that the gzip (about 0.4 MB) may inflate to more than 16 MiB as
   // far as its size tells (the inflated-size cap is 1032 times the compressed size).
   std::string text = "{\"traceEvents\": [\n";
   uint64_t state = 12345;
@@ -174,7 +174,7 @@ TEST_CASE("gzip stream: a small .json.gz faults in the memory its text needs, no
   }
   text += "\n]}\n";
   const std::string compressed = ptadvise::testing::gzip_bytes(text);
-  REQUIRE(compressed.size() * 1032 > (size_t{64} << 20));
+  REQUIRE(compressed.size() * 1032 > ptadvise::detail::kFirstRead);
   const std::filesystem::path path = write_temp("ptadvise_gzip_small.json.gz", compressed);
   // In a child: its peak resident set, reset once forked, is what reading the file took.
   auto peak_kib = [] {
@@ -193,7 +193,7 @@ TEST_CASE("gzip stream: a small .json.gz faults in the memory its text needs, no
     auto input = ptadvise::detail::read_input_file(path.string(), true);
     if (!input.ok() || input.pending != nullptr || input.buffer.size != text.size()) _exit(4);
     const unsigned long long grown_kib = peak_kib() - before;
-    _exit(grown_kib < 16 * 1024 ? 0 : 5);  // 2 MiB of text (it faulted in 64 MiB)
+    _exit(grown_kib < 8 * 1024 ? 0 : 5);  // 2 MiB of text (it faulted in 16 MiB)
   }
   int status = 0;
   waitpid(child, &status, 0);

@@ -254,8 +254,8 @@ TEST_CASE("kept args: the shipped rules' keys and a user rule's keys are kept") 
 }
 
 TEST_CASE("kept args: a 90 MB file read as the parse goes on gives the timeline of the file read whole") {
-  // Beyond the first 64 MiB read, the rest is read while windows are parsed and parsed windows are given
-  // back; a broken event past 64 MiB makes the loader read the rest at once, and the top-level keys after
+  // Beyond the first read (16 MiB), the rest is read while windows are parsed and parsed windows are given
+  // back; a broken event past 70 MiB makes the loader read the rest at once, and the top-level keys after
   // the events are read after them.
   const ptadvise::testing::BigTrace trace = ptadvise::testing::big_trace();
   const std::string& bytes = trace.text;
@@ -279,7 +279,7 @@ TEST_CASE("kept args: a 90 MB file read as the parse goes on gives the timeline 
 }
 
 TEST_CASE("kept args: a file that shrinks while it is read incrementally is read as a file cut there") {
-  // 70 MiB of events; after the first read (64 MiB) the file is cut to 66 MiB, as a writer rewriting it
+  // 70 MiB of events; after the first read (16 MiB) the file is cut to 66 MiB, as a writer rewriting it
   // in place would: the parse reads on to the new end and keeps the events before the cut.
   const std::string event = "  {\"ph\": \"X\", \"cat\": \"kernel\", \"name\": \"gemm\", \"pid\": 0, \"tid\": 7, \"ts\": 1000, "
                             "\"dur\": 5, \"args\": {\"bytes\": 64, \"padding\": \"" + std::string(900, 'x') + "\"}}";
@@ -297,7 +297,7 @@ TEST_CASE("kept args: a file that shrinks while it is read incrementally is read
   auto input = ptadvise::detail::read_input_file(path.string(), true);
   REQUIRE(input.ok());
   REQUIRE(input.pending != nullptr);
-  CHECK(input.pending->filled() == (size_t{64} << 20));
+  CHECK(input.pending->filled() == ptadvise::detail::kFirstRead);
   CHECK(input.buffer.size == bytes.size());
   const size_t cut = size_t{66} << 20;
   std::filesystem::resize_file(path, cut);
