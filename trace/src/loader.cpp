@@ -253,7 +253,7 @@ std::variant<Timeline, LoadError> TraceParser::run(const LoadOptions& options) {
   for_each_parsed_column(events, [estimate](auto& column) { column.reserve(estimate); });
 
   on_bytes_ = &options.on_bytes_parsed;
-  fill(size_t{64} << 20);
+  fill(kFirstRead);  // the top-level keys before the events are read from the first read
   if (options.arg_keys) {
     kept_keys_ = options.arg_keys;
     keep_ = std::make_unique<ArgKeyFilter>(*kept_keys_);
