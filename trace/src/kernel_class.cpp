@@ -7,6 +7,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
+#include <optional>
 
 #include "ptadvise/bad_alloc_shield.h"
 #include "ptadvise/io.h"
@@ -157,27 +158,30 @@ std::variant<KernelClassifier, KernelTableError> KernelClassifier::compile(std::
   options.set_log_errors(false);
   options.set_dot_nl(true);
   options.set_max_mem(64 << 20);
-  // RE2 is not exception-safe: every call into it runs in a shield (a failed allocation there corrupted
-  // the heap).
-  classifier.compiled_->set =
-      without_bad_alloc_inside([&] { return std::make_unique<RE2::Set>(options, RE2::UNANCHORED); });
-  for (uint32_t r = 0; r < rules.size(); ++r) {
-    std::vector<std::string> patterns;
-    for (const auto& glob : rules[r].globs) patterns.push_back(glob_to_regex(glob));
-    patterns.insert(patterns.end(), rules[r].regexes.begin(), rules[r].regexes.end());
-    for (const auto& pattern : patterns) {
-      std::string error;
-      if (without_bad_alloc_inside([&] { return classifier.compiled_->set->Add(pattern, &error); }) < 0) {
-        return KernelTableError{single_line(rules[r].origin + ": invalid pattern '" + pattern + "': " + error)};
+  // RE2 is not exception-safe: all of the compilation runs in one shield (a failed allocation inside RE2
+  // corrupted the heap).
+  auto problem = without_bad_alloc_inside([&]() -> std::optional<KernelTableError> {
+    Compiled& compiled = *classifier.compiled_;
+    compiled.set = std::make_unique<RE2::Set>(options, RE2::UNANCHORED);
+    for (uint32_t r = 0; r < rules.size(); ++r) {
+      std::vector<std::string> patterns;
+      for (const auto& glob : rules[r].globs) patterns.push_back(glob_to_regex(glob));
+      patterns.insert(patterns.end(), rules[r].regexes.begin(), rules[r].regexes.end());
+      for (const auto& pattern : patterns) {
+        std::string error;
+        if (compiled.set->Add(pattern, &error) < 0) {
+          return KernelTableError{single_line(rules[r].origin + ": invalid pattern '" + pattern + "': " + error)};
+        }
+        compiled.each.push_back(std::make_unique<RE2>(pattern, options));
+        classifier.pattern_rule_.push_back(r);
       }
-      auto regex = without_bad_alloc_inside([&] { return std::make_unique<RE2>(pattern, options); });
-      classifier.compiled_->each.push_back(std::move(regex));
-      classifier.pattern_rule_.push_back(r);
     }
-  }
-  if (!without_bad_alloc_inside([&] { return classifier.compiled_->set->Compile(); })) {
-    return KernelTableError{"kernel family table: the patterns need more memory than allowed (64 MiB)"};
-  }
+    if (!compiled.set->Compile()) {
+      return KernelTableError{"kernel family table: the patterns need more memory than allowed (64 MiB)"};
+    }
+    return std::nullopt;
+  });
+  if (problem) return std::move(*problem);
   classifier.rules_ = std::move(rules);
   if (!check_examples) return classifier;
   for (const KernelFamilyRule& rule : classifier.rules_) {
