@@ -124,15 +124,16 @@ class PendingGzip final : public PendingInput {
 
 // Incremental reads (files and .json.gz larger than this, with kept keys): what is read before the parse
 // starts. The rest is read as the parse goes on, at least kPendingRead at a time, kReadAhead ahead of the
-// window being parsed, and given back every kReleaseStep behind it: the file's bytes resident at once are
-// about kReadAhead + kPendingRead + kReleaseStep (40 MiB), whatever its size.
+// window being parsed (two windows per thread and three more, if that is further: 14 MiB on two cores),
+// and given back every kReleaseStep behind it: the file's bytes resident at once are about 24 MiB on two
+// cores, whatever its size.
 inline constexpr size_t kFirstRead = size_t{16} << 20;
 // What PendingInput::fill reads at least at a time.
-inline constexpr size_t kPendingRead = size_t{8} << 20;
+inline constexpr size_t kPendingRead = size_t{4} << 20;
 // How far ahead of the window being parsed the bytes are read (at least: two windows per thread, more).
-inline constexpr size_t kReadAhead = size_t{16} << 20;
+inline constexpr size_t kReadAhead = size_t{8} << 20;
 // How many parsed bytes are given back at once.
-inline constexpr size_t kReleaseStep = size_t{8} << 20;
+inline constexpr size_t kReleaseStep = size_t{4} << 20;
 
 // `bytes` rounded up to whole pages.
 size_t page_round(size_t bytes);

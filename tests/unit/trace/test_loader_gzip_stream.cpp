@@ -1,5 +1,5 @@
 // .json.gz inflated as the parse goes on (LoadOptions::arg_keys given): past the first read (kFirstRead,
-// 16 MiB) inflated, the text comes from the gzip stream 8 MiB (kPendingRead) at a time. The timeline is the one of the text read whole,
+// 16 MiB) inflated, the text comes from the gzip stream 4 MiB (kPendingRead) at a time. The timeline is the one of the text read whole,
 // across gzip members; a cut stream keeps the events before the cut, a damaged one counts the rest as
 // unread; the inflated-size cap still holds.
 #include <doctest/doctest.h>
@@ -236,7 +236,7 @@ TEST_CASE("gzip stream: a small .json.gz faults in the memory its text needs, no
 
 TEST_CASE("gzip stream: a 100 MiB trace, .json or .json.gz, holds a bounded part of its text while it loads") {
   // With kept keys the text is needed only until its window is parsed: what is resident at once is the
-  // first read, then the read-ahead and the stretch not yet given back (input.h), about 32 MiB, plus the
+  // first read, then the read-ahead and the stretch not yet given back (input.h), about 24 MiB, plus the
   // event columns and the parsers. A first read or a fill of 64 MiB (the loader's start once asked for
   // that much) holds two thirds of this file.
 #if defined(__SANITIZE_ADDRESS__)
