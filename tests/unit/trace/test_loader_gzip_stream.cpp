@@ -231,7 +231,10 @@ TEST_CASE("gzip stream: a small .json.gz faults in the memory its text needs, no
     MESSAGE("skipped: this kernel cannot reset the peak resident set (/proc/self/clear_refs)");
     return;
   }
-  CHECK(*grown_kib < 8 * 1024);  // 2 MiB of text (it faulted in 16 MiB)
+  MESSAGE("peak grew by " << *grown_kib / 1024 << " MiB");
+  // 2 MiB of text, in one 4 MiB stretch populated (about 10 MiB under AddressSanitizer); all of the first
+  // read populated at once is 16 MiB and more.
+  CHECK(*grown_kib < 14 * 1024);
 }
 
 TEST_CASE("gzip stream: a 100 MiB trace, .json or .json.gz, holds a bounded part of its text while it loads") {
