@@ -67,14 +67,15 @@ void TraceParser::recycle(size_t from, size_t to) {
   while (from < to && !spare_.empty()) {
     auto& [begin, end] = spare_.front();
     const size_t length = std::min(end - begin, to - from);
-    if (mremap(data_ + begin, length, length, MREMAP_MAYMOVE | MREMAP_FIXED, data_ + from) == MAP_FAILED) {
+    // MREMAP_DONTUNMAP leaves the source mapped (without pages): the buffer stays one reservation at every
+    // moment. Moving the pages and mapping the hole again after was two calls, and between them another
+    // thread's mmap (a window's copy, the allocator's) could be placed in the hole, then be overwritten by
+    // the second call and unmapped with the buffer (a SIGSEGV in AddressSanitizer's allocator showed it).
+    // A kernel without the flag (before Linux 5.7) refuses it: the pages are then given back instead.
+    if (mremap(data_ + begin, length, length, MREMAP_MAYMOVE | MREMAP_FIXED | MREMAP_DONTUNMAP, data_ + from) ==
+        MAP_FAILED) {
       drop_spare();
       return;
-    }
-    // The hole left behind is mapped again (without pages): the buffer stays one reservation.
-    if (mmap(data_ + begin, length, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED | MAP_NORESERVE,
-             -1, 0) == MAP_FAILED) {
-      throw std::bad_alloc();
     }
     begin += length;
     from += length;
