@@ -130,7 +130,8 @@ class PendingGzip final : public PendingInput {
 inline constexpr size_t kFirstRead = size_t{16} << 20;
 // What PendingInput::fill reads at least at a time.
 inline constexpr size_t kPendingRead = size_t{4} << 20;
-// How far ahead of the window being parsed the bytes are read (at least: two windows per thread, more).
+// How far ahead of the window being parsed the bytes are read, at least (event_list.cpp reads further when
+// two windows per thread and three more need it).
 inline constexpr size_t kReadAhead = size_t{8} << 20;
 // How many parsed bytes are given back at once.
 inline constexpr size_t kReleaseStep = size_t{4} << 20;

@@ -82,9 +82,9 @@ std::vector<EventIndex>::const_iterator first_from(const Events& events, const s
 
 // How many of `items` start in [from, to): a binary search each way, not a scan per iteration.
 size_t count_between(const Events& events, const std::vector<EventIndex>& items, int64_t from, int64_t to) {
-  auto first = first_from(events, items, from);
-  return static_cast<size_t>(std::partition_point(first, items.end(), [&](EventIndex e) { return events.ts_ns[e] < to; }) -
-                             first);
+  const auto first = first_from(events, items, from);
+  const auto end = std::partition_point(first, items.end(), [&](EventIndex e) { return events.ts_ns[e] < to; });
+  return static_cast<size_t>(end - first);
 }
 
 // Picks the anchor: a start anchor (data-loader fetch, zero_grad) when each iteration it opens holds

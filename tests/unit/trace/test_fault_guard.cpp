@@ -159,8 +159,8 @@ TEST_CASE("fault guard: a large file cut inside the part mapped before the parse
 
 TEST_CASE("fault guard: a large file cut after its last stretch was taken still says it shrank") {
   // The parse takes the whole 70 MiB (in stretches kept 10 MiB ahead on one thread) before it reaches
-  // 62 MiB; the file is cut to 66 MiB there, from the progress callback. The parse meets zeros (the guard's) at the cut,
-  // and the check made once the parse is over says why.
+  // 62 MiB; the file is cut to 66 MiB there, from the progress callback. The parse meets zeros (the
+  // guard's) at the cut, and the check made once the parse is over says why.
   const std::string path = temp_file("cut_late.json", big_trace());
   const size_t cut = size_t{66} << 20;
   int status = in_child([&] {

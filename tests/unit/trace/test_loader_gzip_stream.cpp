@@ -1,6 +1,6 @@
 // .json.gz inflated as the parse goes on (LoadOptions::arg_keys given): past the first read (kFirstRead,
-// 16 MiB) inflated, the text comes from the gzip stream 4 MiB (kPendingRead) at a time. The timeline is the one of the text read whole,
-// across gzip members; a cut stream keeps the events before the cut, a damaged one counts the rest as
+// 16 MiB) inflated, the text comes from the gzip stream 4 MiB (kPendingRead) at a time. The timeline is
+// the one of the text read whole, across gzip members; a cut stream keeps the events before the cut, a damaged one counts the rest as
 // unread; the inflated-size cap still holds.
 #include <doctest/doctest.h>
 #include <sys/wait.h>
@@ -36,6 +36,12 @@ LoadOptions keeping_bytes() {
   LoadOptions keep;
   keep.arg_keys = std::make_shared<const ArgKeySet>(ArgKeySet{"bytes"});
   return keep;
+}
+
+// A kernel event whose args hold `bytes` (64) and `padding` characters of padding.
+std::string gemm_event(size_t padding) {
+  return "  {\"ph\": \"X\", \"cat\": \"kernel\", \"name\": \"gemm\", \"pid\": 0, \"tid\": 7, \"ts\": 1000, "
+         "\"dur\": 5, \"args\": {\"bytes\": 64, \"padding\": \"" + std::string(padding, 'x') + "\"}}";
 }
 
 // Events of `event` until the text is `size` bytes; returns the text and sets `events`.
@@ -129,8 +135,7 @@ TEST_CASE("gzip stream: a 90 MB .json.gz of two members inflated as the parse go
 }
 
 TEST_CASE("gzip stream: a .json.gz cut past its first read keeps the events before the cut, with the warning") {
-  const std::string event = "  {\"ph\": \"X\", \"cat\": \"kernel\", \"name\": \"gemm\", \"pid\": 0, \"tid\": 7, \"ts\": 1000, "
-                            "\"dur\": 5, \"args\": {\"bytes\": 64, \"padding\": \"" + std::string(900, 'x') + "\"}}";
+  const std::string event = gemm_event(900);
   size_t events = 0;
   const std::string bytes = repeated_events(event, size_t{80} << 20, events);
   const std::string compressed = ptadvise::testing::gzip_bytes(bytes);
@@ -158,8 +163,7 @@ TEST_CASE("gzip stream: a .json.gz cut past its first read keeps the events befo
 }
 
 TEST_CASE("gzip stream: a .json.gz inflating beyond the memory budget past its first read is refused") {
-  const std::string event = "  {\"ph\": \"X\", \"cat\": \"kernel\", \"name\": \"gemm\", \"pid\": 0, \"tid\": 7, \"ts\": 1000, "
-                            "\"dur\": 5, \"args\": {\"bytes\": 64, \"padding\": \"" + std::string(900, 'x') + "\"}}";
+  const std::string event = gemm_event(900);
   size_t events = 0;
   const std::string bytes = repeated_events(event, size_t{90} << 20, events);
   const std::filesystem::path path = write_temp("ptadvise_gzip_stream_budget.json.gz", ptadvise::testing::gzip_bytes(bytes));
@@ -181,8 +185,7 @@ TEST_CASE("gzip stream: a .json.gz inflating beyond the memory budget past its f
 }
 
 TEST_CASE("gzip stream: a .json.gz damaged past its first read keeps what inflates and counts the rest as unread") {
-  const std::string event = "  {\"ph\": \"X\", \"cat\": \"kernel\", \"name\": \"gemm\", \"pid\": 0, \"tid\": 7, \"ts\": 1000, "
-                            "\"dur\": 5, \"args\": {\"bytes\": 64, \"padding\": \"" + std::string(900, 'x') + "\"}}";
+  const std::string event = gemm_event(900);
   size_t events = 0;
   const std::string bytes = repeated_events(event, size_t{80} << 20, events);
   const size_t split = size_t{70} << 20;
@@ -246,8 +249,7 @@ TEST_CASE("gzip stream: a 100 MiB trace, .json or .json.gz, holds a bounded part
   MESSAGE("skipped under AddressSanitizer: its shadow memory and quarantine are resident too");
   return;
 #endif
-  const std::string event = "  {\"ph\": \"X\", \"cat\": \"kernel\", \"name\": \"gemm\", \"pid\": 0, \"tid\": 7, \"ts\": 1000, "
-                            "\"dur\": 5, \"args\": {\"bytes\": 64, \"padding\": \"" + std::string(2000, 'x') + "\"}}";
+  const std::string event = gemm_event(2000);
   size_t events = 0;
   const std::string bytes = repeated_events(event, size_t{100} << 20, events);
   const std::filesystem::path plain = write_temp("ptadvise_bounded_load.json", bytes);
