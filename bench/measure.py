@@ -9,7 +9,8 @@ falls on all of them alike:
                                          much faster one file is on all of them)
   - ptadvise check DIR                   (with --check: DIR holds two links to FILE.json, two ranks checked at
                                          once; the report gives its wall time against one rank's)
-  - simdjson_walk FILE.json              bare simdjson On-Demand pass, every event field once
+  - simdjson_walk FILE.json              bare simdjson On-Demand pass, every event field once (malloc with
+                                         huge pages, as ptadvise runs)
   - gzip -dc FILE.json.gz > /dev/null
   - python3 -c 'json.load(...)' FILE.json
 
@@ -154,7 +155,9 @@ def peers_for(path, args, scratch):
         if several:
             peers.append((ONE_CORE_CHECK, one_core + [args.ptadvise, "check", path]))
         peers.append((TWO_RANKS, [args.ptadvise, "check", two_rank_job(path, scratch)]))
-    peers.append(("simdjson On-Demand walk", [args.walk, path]))
+    # With glibc's malloc asking for huge pages, as ptadvise's own does (docs/TRACE_LOADING.md, "Huge pages"):
+    # the limit gets the same help with page faults.
+    peers.append(("simdjson On-Demand walk", ["env", "GLIBC_TUNABLES=glibc.malloc.hugetlb=1", args.walk, path]))
     if os.path.exists(gz):
         peers.append(("gzip -dc .json.gz", ["gzip", "-dc", gz]))
     peers.append(("python json.load", [args.python, "-c", JSON_LOAD, path]))

@@ -11,6 +11,7 @@
 
 #include "commands.h"
 #include "ptadvise/bad_alloc_shield.h"
+#include "ptadvise/huge_pages.h"
 #include "ptadvise/io.h"
 #include "ptadvise/visible_text.h"
 #include "usage.h"
@@ -137,6 +138,7 @@ int run(int argc, char** argv) {
 
 int main(int argc, char** argv) {
   using namespace ptadvise::cli;
+  ptadvise::use_huge_pages(argv);
   ptadvise::set_out_of_memory_exit(exit_out_of_memory);
   try {
     return run(argc, argv);

@@ -1,0 +1,101 @@
+#include "ptadvise/huge_pages.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <cstring>
+
+#if defined(__GLIBC__)
+#include <gnu/libc-version.h>
+#endif
+
+#if defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define PTADVISE_NO_HUGE_PAGE_RESTART 1
+#endif
+#endif
+#if defined(__SANITIZE_ADDRESS__)
+#define PTADVISE_NO_HUGE_PAGE_RESTART 1
+#endif
+
+namespace ptadvise {
+namespace {
+
+// Set only between the two starts: GLIBC_TUNABLES as the user had it, after a '=' ("=" alone: empty), or
+// "unset". Its presence also stops a second restart.
+constexpr const char* kEarlierTunables = "PTADVISE_EARLIER_GLIBC_TUNABLES";
+constexpr const char* kHugeTunable = "glibc.malloc.hugetlb=1";
+
+// The system's policy: "[madvise]" in "always [madvise] never".
+bool mode_is_madvise() {
+  const int fd = ::open("/sys/kernel/mm/transparent_hugepage/enabled", O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return false;
+  char text[128] = {};
+  const ssize_t got = ::read(fd, text, sizeof text - 1);
+  ::close(fd);
+  return got > 0 && std::strstr(text, "[madvise]") != nullptr;
+}
+
+// glibc 2.35 brought glibc.malloc.hugetlb; older ones ignore it, so a restart would only cost time.
+bool malloc_knows_huge_pages() {
+#if defined(__GLIBC__)
+  int major = 0, minor = 0;
+  const char* version = gnu_get_libc_version();
+  major = std::atoi(version);
+  if (const char* dot = std::strchr(version, '.')) minor = std::atoi(dot + 1);
+  return major > 2 || (major == 2 && minor >= 35);
+#else
+  return false;
+#endif
+}
+
+}  // namespace
+
+void use_huge_pages(char** argv) noexcept {
+  if (const char* earlier = std::getenv(kEarlierTunables)) {
+    // The second start: the user's environment back, for every program this one starts.
+    if (earlier[0] == '=') {
+      ::setenv("GLIBC_TUNABLES", earlier + 1, 1);
+    } else {
+      ::unsetenv("GLIBC_TUNABLES");
+    }
+    ::unsetenv(kEarlierTunables);
+    return;
+  }
+#ifdef PTADVISE_NO_HUGE_PAGE_RESTART
+  (void)argv;
+  return;
+#else
+  if (const char* wanted = std::getenv("PTADVISE_HUGE_PAGES"); wanted != nullptr && std::strcmp(wanted, "0") == 0) return;
+  const char* tunables = std::getenv("GLIBC_TUNABLES");
+  if (tunables != nullptr && std::strstr(tunables, "glibc.malloc.hugetlb") != nullptr) return;
+  if (argv == nullptr || argv[0] == nullptr || !malloc_knows_huge_pages() || !mode_is_madvise()) return;
+
+  // setenv copies both; `tunables` is not read after the first setenv, which may replace it.
+  static char earlier[4096];
+  static char combined[4096 + 64];
+  if (tunables == nullptr) {
+    std::strcpy(earlier, "unset");
+    std::strcpy(combined, kHugeTunable);
+  } else {
+    if (std::strlen(tunables) + 1 >= sizeof earlier) return;
+    earlier[0] = '=';
+    std::strcpy(earlier + 1, tunables);
+    std::strcpy(combined, tunables);
+    if (tunables[0] != '\0') std::strcat(combined, ":");
+    std::strcat(combined, kHugeTunable);
+  }
+  if (::setenv(kEarlierTunables, earlier, 1) != 0 || ::setenv("GLIBC_TUNABLES", combined, 1) != 0) return;
+  ::execv("/proc/self/exe", argv);
+  // Not executed (no /proc, a deleted executable): go on with small pages, the environment as it was.
+  if (earlier[0] == '=') {
+    ::setenv("GLIBC_TUNABLES", earlier + 1, 1);
+  } else {
+    ::unsetenv("GLIBC_TUNABLES");
+  }
+  ::unsetenv(kEarlierTunables);
+#endif
+}
+
+}  // namespace ptadvise
