@@ -5,6 +5,9 @@
 
 #include <cstdlib>
 #include <cstring>
+#include <new>
+#include <string>
+#include <string_view>
 
 #if defined(__GLIBC__)
 #include <gnu/libc-version.h>
@@ -25,7 +28,12 @@ namespace {
 // Set only between the two starts: GLIBC_TUNABLES as the user had it, after a '=' ("=" alone: empty), or
 // "unset". Its presence also stops a second restart.
 constexpr const char* kEarlierTunables = "PTADVISE_EARLIER_GLIBC_TUNABLES";
-constexpr const char* kHugeTunable = "glibc.malloc.hugetlb=1";
+// Huge pages for what malloc maps and for the heap as it grows. glibc advises only the main arena's heap as
+// it grows, not the heaps of the arenas it makes for other threads past their first size: one arena for
+// all threads (their small blocks still come from per-thread caches) keeps the loader's worker threads on
+// huge pages too. On two cores, one arena took a 279 MB check from 0.57 s to 0.48 s of wall time and a
+// two-rank job from 1.02 s to 0.88 s, with 9,400 page faults instead of 19,500 and 17,900 instead of 34,500.
+constexpr const char* kTunables[] = {"glibc.malloc.hugetlb=1", "glibc.malloc.arena_max=1"};
 
 // The system's policy: "[madvise]" in "always [madvise] never".
 bool mode_is_madvise() {
@@ -72,25 +80,29 @@ void use_huge_pages(char** argv) noexcept {
   if (tunables != nullptr && std::strstr(tunables, "glibc.malloc.hugetlb") != nullptr) return;
   if (argv == nullptr || argv[0] == nullptr || !malloc_knows_huge_pages() || !mode_is_madvise()) return;
 
-  // setenv copies both; `tunables` is not read after the first setenv, which may replace it.
-  static char earlier[4096];
-  static char combined[4096 + 64];
-  if (tunables == nullptr) {
-    std::strcpy(earlier, "unset");
-    std::strcpy(combined, kHugeTunable);
-  } else {
-    if (std::strlen(tunables) + 1 >= sizeof earlier) return;
-    earlier[0] = '=';
-    std::strcpy(earlier + 1, tunables);
-    std::strcpy(combined, tunables);
-    if (tunables[0] != '\0') std::strcat(combined, ":");
-    std::strcat(combined, kHugeTunable);
+  // setenv copies; `tunables` is not read after the first setenv, which may replace it.
+  std::string earlier, combined;
+  try {
+    earlier = tunables == nullptr ? std::string("unset") : "=" + std::string(tunables);
+    combined = tunables == nullptr ? std::string() : std::string(tunables);
+    for (const char* tunable : kTunables) {
+      const std::string_view name = std::string_view(tunable).substr(0, std::string_view(tunable).find('='));
+      if (combined.find(name) != std::string::npos) continue;  // the user's value stands
+      if (!combined.empty()) combined += ':';
+      combined += tunable;
+    }
+  } catch (const std::bad_alloc&) {
+    return;  // no memory for two short strings: the check will say so soon enough
   }
-  if (::setenv(kEarlierTunables, earlier, 1) != 0 || ::setenv("GLIBC_TUNABLES", combined, 1) != 0) return;
+  if (::setenv(kEarlierTunables, earlier.c_str(), 1) != 0) return;
+  if (::setenv("GLIBC_TUNABLES", combined.c_str(), 1) != 0) {
+    ::unsetenv(kEarlierTunables);
+    return;
+  }
   ::execv("/proc/self/exe", argv);
   // Not executed (no /proc, a deleted executable): go on with small pages, the environment as it was.
   if (earlier[0] == '=') {
-    ::setenv("GLIBC_TUNABLES", earlier + 1, 1);
+    ::setenv("GLIBC_TUNABLES", earlier.c_str() + 1, 1);
   } else {
     ::unsetenv("GLIBC_TUNABLES");
   }

@@ -8,8 +8,10 @@ namespace ptadvise {
 // Call first thing in main, before any thread starts. Where the system gives transparent huge pages only
 // to memory that asks for them ("madvise": Debian's default), glibc's malloc asks only when the
 // environment held GLIBC_TUNABLES=glibc.malloc.hugetlb=1 when the process started, so the process
-// executes itself again, once, with that added. The second start gives GLIBC_TUNABLES back the value the
-// user set (or none), so the programs ptadvise starts (`ptadvise run`) see the user's environment.
+// executes itself again, once, with that added (and glibc.malloc.arena_max=1, unless the user set it:
+// the heaps of other threads' arenas get no huge pages as they grow). The second start gives
+// GLIBC_TUNABLES back the value the user set (or none), so the programs ptadvise starts (`ptadvise run`)
+// see the user's environment.
 // Nothing happens when PTADVISE_HUGE_PAGES=0, when GLIBC_TUNABLES already sets glibc.malloc.hugetlb, when
 // the system's mode is "always" or "never" (or unknown), in sanitizer builds, or when the executable
 // cannot be executed again (then the process goes on as it is).

@@ -82,14 +82,19 @@ TEST_CASE("huge pages: ptadvise runs with malloc asking for huge pages; the prog
   const Seen user_set = run_with("GLIBC_TUNABLES=glibc.malloc.tcache_count=7");
   CHECK(user_set.child == "glibc.malloc.tcache_count=7");
   CHECK(user_set.marker == "clean");
-  if (restarts) CHECK(user_set.ptadvise == "glibc.malloc.tcache_count=7:glibc.malloc.hugetlb=1");
+  if (restarts) {
+    CHECK(user_set.ptadvise == "glibc.malloc.tcache_count=7:glibc.malloc.hugetlb=1:glibc.malloc.arena_max=1");
+  }
 
   const Seen none = run_with("-u GLIBC_TUNABLES");
   CHECK(none.child == "<unset>");
   CHECK(none.marker == "clean");
-  if (restarts) CHECK(none.ptadvise == "glibc.malloc.hugetlb=1");
+  if (restarts) CHECK(none.ptadvise == "glibc.malloc.hugetlb=1:glibc.malloc.arena_max=1");
 
-  // The user's choice wins: switched off, or a hugetlb value of their own.
+  // The user's choice wins: switched off, or values of their own.
+  const Seen arenas = run_with("GLIBC_TUNABLES=glibc.malloc.arena_max=4");
+  CHECK(arenas.child == "glibc.malloc.arena_max=4");
+  if (restarts) CHECK(arenas.ptadvise == "glibc.malloc.arena_max=4:glibc.malloc.hugetlb=1");
   const Seen off = run_with("-u GLIBC_TUNABLES PTADVISE_HUGE_PAGES=0");
   CHECK(off.child == "<unset>");
   CHECK(off.ptadvise == "<unset>");
