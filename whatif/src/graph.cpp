@@ -27,8 +27,12 @@ void Builder::build() {
   edge_limit_ = items_in_memory_share(kEdgeBytes);
   g_.analysis = &a_;
   g_.window = window_;
-  g_.nodes.reserve(ev_.size() + ev_.size() / 2);
-  g_.edges.reserve(2 * ev_.size());
+  // Sized on the window's events, not the trace's: a sampled window of a long trace holds a few percent
+  // of them, and the rest of a reservation is address space a memory limit (RLIMIT_AS) counts.
+  size_t window_events = 0;
+  for (EventIndex i = 0; i < ev_.size(); ++i) window_events += in_window(i) ? 1 : 0;
+  g_.nodes.reserve(window_events + window_events / 2);
+  g_.edges.reserve(2 * window_events);
   g_.node_of_event.assign(ev_.size(), kNone);
   g_.lane_of_track.assign(tl_.tracks.size(), kNone);
   host_lanes({});

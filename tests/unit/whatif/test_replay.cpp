@@ -541,3 +541,30 @@ TEST_CASE("whatif: replayed times saturate at 2^61 ns instead of overflowing") {
   CHECK(latest == int64_t{1} << 61);
   CHECK(std::isfinite(result.replayed_step_ms));
 }
+
+TEST_CASE("whatif: a sampled window's graph reserves room for the window's events, not the trace's") {
+  // 200 steps of 4 events: a budget of 40 events samples about ten of them (and one on each side).
+  testing::TraceBuilder trace(testing::Era::Kineto2023);
+  trace.device(0, "NVIDIA A100", 8, 0, 80LL << 30);
+  for (int k = 0; k < 200; ++k) {
+    const double s = 1000 + 100.0 * k;
+    trace.annotation("ProfilerStep#" + std::to_string(k + 1), s, 100);
+    trace.cpu_op("aten::mm", s + 4, 7);
+    trace.launch("gemm_kernel", s + 5, 5, s + 10, 60);
+  }
+  Timeline timeline = trace.load();
+  Analysis analysis = analyze(timeline);
+  const whatif::StepWindow window = whatif::replay_window(analysis, 40);
+  REQUIRE(window.sampled);
+  REQUIRE(window.last - window.first + 1 <= 12);
+  const whatif::Graph graph = whatif::build_graph(analysis, window);
+  size_t window_events = 0;
+  for (EventIndex i = 0; i < timeline.events.size(); ++i) {
+    window_events += analysis.event_step[i] != kNone && window.holds(analysis.event_step[i]) ? 1 : 0;
+  }
+  CHECK(window_events == 4 * (window.last - window.first + 1));
+  // The trace's 800 events once reserved 1,200 nodes for every window (the edges are copied to their
+  // exact size when they are indexed).
+  CHECK(graph.nodes.capacity() <= std::max(window_events * 3 / 2, graph.nodes.size() * 2));
+  CHECK(graph.nodes.capacity() < timeline.events.size() / 4);
+}
