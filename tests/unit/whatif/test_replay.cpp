@@ -17,11 +17,12 @@ using namespace ptadvise;
 
 namespace {
 
-// Step k (k = 0, 1, 2) runs from 100k µs: launch at +5 (5 µs), kernel +10..+70, sync +15..+72, Python to +100.
-Timeline three_steps(double kernel_us = 60) {
+// Step k runs from 100k µs: launch at +5 (5 µs), kernel +10..+70, sync +15..+72, Python to +100. Five
+// events a step.
+Timeline gemm_steps(int steps, double kernel_us = 60) {
   testing::TraceBuilder trace(testing::Era::Kineto2023);
   trace.device(0, "NVIDIA A100", 8, 0, 80LL << 30);
-  for (int k = 0; k < 3; ++k) {
+  for (int k = 0; k < steps; ++k) {
     const double s = 1000 + 100.0 * k;
     trace.annotation("ProfilerStep#" + std::to_string(k + 1), s, 100);
     trace.cpu_op("aten::mm", s + 4, 7);
@@ -30,6 +31,8 @@ Timeline three_steps(double kernel_us = 60) {
   }
   return trace.load();
 }
+
+Timeline three_steps(double kernel_us = 60) { return gemm_steps(3, kernel_us); }
 
 EventIndex find(const Timeline& timeline, std::string_view name, int nth = 0) {
   for (EventIndex i = 0; i < timeline.events.size(); ++i) {
@@ -543,18 +546,10 @@ TEST_CASE("whatif: replayed times saturate at 2^61 ns instead of overflowing") {
 }
 
 TEST_CASE("whatif: a sampled window's graph reserves room for the window's events, not the trace's") {
-  // 200 steps of 4 events: a budget of 40 events samples about ten of them (and one on each side).
-  testing::TraceBuilder trace(testing::Era::Kineto2023);
-  trace.device(0, "NVIDIA A100", 8, 0, 80LL << 30);
-  for (int k = 0; k < 200; ++k) {
-    const double s = 1000 + 100.0 * k;
-    trace.annotation("ProfilerStep#" + std::to_string(k + 1), s, 100);
-    trace.cpu_op("aten::mm", s + 4, 7);
-    trace.launch("gemm_kernel", s + 5, 5, s + 10, 60);
-  }
-  Timeline timeline = trace.load();
+  // 200 steps of 5 events: a budget of 50 events samples about ten of them (and one on each side).
+  Timeline timeline = gemm_steps(200);
   Analysis analysis = analyze(timeline);
-  const whatif::StepWindow window = whatif::replay_window(analysis, 40);
+  const whatif::StepWindow window = whatif::replay_window(analysis, 50);
   REQUIRE(window.sampled);
   REQUIRE(window.last - window.first + 1 <= 12);
   const whatif::Graph graph = whatif::build_graph(analysis, window);
@@ -562,8 +557,8 @@ TEST_CASE("whatif: a sampled window's graph reserves room for the window's event
   for (EventIndex i = 0; i < timeline.events.size(); ++i) {
     window_events += analysis.event_step[i] != kNone && window.holds(analysis.event_step[i]) ? 1 : 0;
   }
-  CHECK(window_events == 4 * (window.last - window.first + 1));
-  // The trace's 800 events once reserved 1,200 nodes for every window (the edges are copied to their
+  CHECK(window_events == 5 * (window.last - window.first + 1));
+  // The trace's 1,000 events once reserved 1,500 nodes for every window (the edges are copied to their
   // exact size when they are indexed).
   CHECK(graph.nodes.capacity() <= std::max(window_events * 3 / 2, graph.nodes.size() * 2));
   CHECK(graph.nodes.capacity() < timeline.events.size() / 4);
