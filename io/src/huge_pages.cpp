@@ -15,15 +15,22 @@
 
 #if defined(__has_feature)
 #if __has_feature(address_sanitizer)
-#define PTADVISE_NO_HUGE_PAGE_RESTART 1
+#define PTADVISE_SANITIZED_MALLOC 1
 #endif
 #endif
 #if defined(__SANITIZE_ADDRESS__)
-#define PTADVISE_NO_HUGE_PAGE_RESTART 1
+#define PTADVISE_SANITIZED_MALLOC 1
 #endif
 
 namespace ptadvise {
 namespace {
+
+// AddressSanitizer's malloc is not glibc's: the tunables would change nothing.
+#ifdef PTADVISE_SANITIZED_MALLOC
+constexpr bool kGlibcMalloc = false;
+#else
+constexpr bool kGlibcMalloc = true;
+#endif
 
 // Set only between the two starts: GLIBC_TUNABLES as the user had it, after a '=' ("=" alone: empty), or
 // "unset". Its presence also stops a second restart.
@@ -71,10 +78,7 @@ void use_huge_pages(char** argv) noexcept {
     ::unsetenv(kEarlierTunables);
     return;
   }
-#ifdef PTADVISE_NO_HUGE_PAGE_RESTART
-  (void)argv;
-  return;
-#else
+  if (!kGlibcMalloc) return;
   if (const char* wanted = std::getenv("PTADVISE_HUGE_PAGES"); wanted != nullptr && std::strcmp(wanted, "0") == 0) return;
   const char* tunables = std::getenv("GLIBC_TUNABLES");
   if (tunables != nullptr && std::strstr(tunables, "glibc.malloc.hugetlb") != nullptr) return;
@@ -107,7 +111,6 @@ void use_huge_pages(char** argv) noexcept {
     ::unsetenv("GLIBC_TUNABLES");
   }
   ::unsetenv(kEarlierTunables);
-#endif
 }
 
 }  // namespace ptadvise
