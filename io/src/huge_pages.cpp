@@ -1,6 +1,5 @@
 #include "ptadvise/huge_pages.h"
 
-#include <fcntl.h>
 #include <unistd.h>
 
 #include <cstdlib>
@@ -8,6 +7,8 @@
 #include <new>
 #include <string>
 #include <string_view>
+
+#include "ptadvise/io.h"
 
 #if defined(__GLIBC__)
 #include <gnu/libc-version.h>
@@ -44,49 +45,50 @@ constexpr const char* kTunables[] = {"glibc.malloc.hugetlb=1", "glibc.malloc.are
 
 // The system's policy: "[madvise]" in "always [madvise] never".
 bool mode_is_madvise() {
-  const int fd = ::open("/sys/kernel/mm/transparent_hugepage/enabled", O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return false;
-  char text[128] = {};
-  const ssize_t got = ::read(fd, text, sizeof text - 1);
-  ::close(fd);
-  return got > 0 && std::strstr(text, "[madvise]") != nullptr;
+  std::string text;
+  return !read_small_file("/sys/kernel/mm/transparent_hugepage/enabled", text, 4096) &&
+         text.find("[madvise]") != std::string::npos;
 }
 
 // glibc 2.35 brought glibc.malloc.hugetlb; older ones ignore it, so a restart would only cost time.
 bool malloc_knows_huge_pages() {
 #if defined(__GLIBC__)
-  int major = 0, minor = 0;
   const char* version = gnu_get_libc_version();
-  major = std::atoi(version);
-  if (const char* dot = std::strchr(version, '.')) minor = std::atoi(dot + 1);
+  const int major = std::atoi(version);
+  const char* dot = std::strchr(version, '.');
+  const int minor = dot != nullptr ? std::atoi(dot + 1) : 0;
   return major > 2 || (major == 2 && minor >= 35);
 #else
   return false;
 #endif
 }
 
+// GLIBC_TUNABLES as the user had it, from the marker's value (`earlier`), and the marker gone.
+void restore_user_tunables(const char* earlier) {
+  if (earlier[0] == '=') {
+    ::setenv("GLIBC_TUNABLES", earlier + 1, 1);
+  } else {
+    ::unsetenv("GLIBC_TUNABLES");
+  }
+  ::unsetenv(kEarlierTunables);
+}
+
 }  // namespace
 
 void use_huge_pages(char** argv) noexcept {
   if (const char* earlier = std::getenv(kEarlierTunables)) {
-    // The second start: the user's environment back, for every program this one starts.
-    if (earlier[0] == '=') {
-      ::setenv("GLIBC_TUNABLES", earlier + 1, 1);
-    } else {
-      ::unsetenv("GLIBC_TUNABLES");
-    }
-    ::unsetenv(kEarlierTunables);
+    restore_user_tunables(earlier);  // the second start: the user's environment, for the programs it starts
     return;
   }
-  if (!kGlibcMalloc) return;
+  if (!kGlibcMalloc || argv == nullptr || argv[0] == nullptr) return;
   if (const char* wanted = std::getenv("PTADVISE_HUGE_PAGES"); wanted != nullptr && std::strcmp(wanted, "0") == 0) return;
   const char* tunables = std::getenv("GLIBC_TUNABLES");
   if (tunables != nullptr && std::strstr(tunables, "glibc.malloc.hugetlb") != nullptr) return;
-  if (argv == nullptr || argv[0] == nullptr || !malloc_knows_huge_pages() || !mode_is_madvise()) return;
 
   // setenv copies; `tunables` is not read after the first setenv, which may replace it.
   std::string earlier, combined;
   try {
+    if (!malloc_knows_huge_pages() || !mode_is_madvise()) return;
     earlier = tunables == nullptr ? std::string("unset") : "=" + std::string(tunables);
     combined = tunables == nullptr ? std::string() : std::string(tunables);
     for (const char* tunable : kTunables) {
@@ -96,7 +98,7 @@ void use_huge_pages(char** argv) noexcept {
       combined += tunable;
     }
   } catch (const std::bad_alloc&) {
-    return;  // no memory for two short strings: the check will say so soon enough
+    return;  // no memory for a few short strings: the check will say so soon enough
   }
   if (::setenv(kEarlierTunables, earlier.c_str(), 1) != 0) return;
   if (::setenv("GLIBC_TUNABLES", combined.c_str(), 1) != 0) {
@@ -105,12 +107,7 @@ void use_huge_pages(char** argv) noexcept {
   }
   ::execv("/proc/self/exe", argv);
   // Not executed (no /proc, a deleted executable): go on with small pages, the environment as it was.
-  if (earlier[0] == '=') {
-    ::setenv("GLIBC_TUNABLES", earlier.c_str() + 1, 1);
-  } else {
-    ::unsetenv("GLIBC_TUNABLES");
-  }
-  ::unsetenv(kEarlierTunables);
+  restore_user_tunables(earlier.c_str());
 }
 
 }  // namespace ptadvise

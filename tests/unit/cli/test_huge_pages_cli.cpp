@@ -2,7 +2,6 @@
 // programs it starts must still get the user's environment.
 #include <doctest/doctest.h>
 
-#include <fstream>
 #include <sstream>
 #include <string>
 
@@ -37,10 +36,7 @@ with open(sys.argv[1], "w") as out:
 )";
 
 bool system_mode_is_madvise() {
-  std::ifstream in("/sys/kernel/mm/transparent_hugepage/enabled");
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str().find("[madvise]") != std::string::npos;
+  return read_file("/sys/kernel/mm/transparent_hugepage/enabled").find("[madvise]") != std::string::npos;
 }
 
 struct Seen {
