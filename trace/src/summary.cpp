@@ -288,10 +288,12 @@ std::optional<std::string> missing_gpu_activity_note(const Timeline& timeline) {
     }
     if (kind == EventKind::CpuOp) {
       // cuDNN and MIOpen ops exist only on a GPU (the legacy autograd profiler records them, and no GPU
-      // activity, without use_cuda=True).
+      // activity, without use_cuda=True). Not their predicates: `aten::cudnn_is_acceptable` asks whether
+      // cuDNN could take a tensor, and every CPU LSTM or convolution asks it.
       const std::string_view name = timeline.strings.view(events.name[i]);
-      if (name.starts_with("aten::cudnn_") || name.starts_with("aten::_cudnn_") ||
-          name.starts_with("aten::miopen_") || name.starts_with("aten::_miopen_")) {
+      if ((name.starts_with("aten::cudnn_") || name.starts_with("aten::_cudnn_") ||
+           name.starts_with("aten::miopen_") || name.starts_with("aten::_miopen_")) &&
+          name.find("_is_") == std::string_view::npos) {
         if (gpu_only_ops++ == 0) gpu_only_op = events.name[i];
       }
     }

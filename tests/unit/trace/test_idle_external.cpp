@@ -258,6 +258,13 @@ TEST_CASE("notes: GPU work the host queued or awaited, with no GPU activity in t
   cpu_only.cpu_op("aten::mkldnn_convolution", 10, 200);
   Timeline on_cpu = cpu_only.load();
   CHECK_FALSE(missing_gpu_activity_note(on_cpu));
+  // An LSTM on the CPU (PyTorch 1.13's own trace): it asks whether cuDNN could take its input; nothing ran on a GPU.
+  TraceBuilder cpu_lstm(Era::Legacy);
+  cpu_lstm.cpu_op("aten::lstm", 0, 300);
+  cpu_lstm.cpu_op("aten::cudnn_is_acceptable", 5, 1);
+  cpu_lstm.cpu_op("aten::linear", 10, 200);
+  Timeline lstm_on_cpu = cpu_lstm.load();
+  CHECK_FALSE(missing_gpu_activity_note(lstm_on_cpu));
 
   // CUPTI's range profiler: counters per kernel range, no activity.
   TraceBuilder ranges(Era::Kineto2023);
