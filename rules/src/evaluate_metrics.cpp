@@ -138,7 +138,11 @@ int64_t Evaluator::covered_ns(const std::vector<EventIndex>& events) const {
 
 double Evaluator::compute(size_t metric_index) {
   const Metric& metric = rule_->metrics[metric_index];
-  const double steps = static_cast<double>(steps_);
+  // A selection of the warm-up steps' events (`in_warmup`) is measured per warm-up step: over the steady
+  // steps, 3 warm-up steps beside 2 steady ones were "in 150% of steps".
+  const bool warmup_events = metric.kind <= MetricKind::MaxArg && rule_->selections[metric.selection].in_warmup;
+  const size_t step_count = warmup_events ? std::max<size_t>(1, a_.warmup_step_count()) : steps_;
+  const double steps = static_cast<double>(step_count);
   switch (metric.kind) {
     case MetricKind::Count: return static_cast<double>(events_of(metric).size()) / steps;
     case MetricKind::Time:
@@ -169,9 +173,9 @@ double Evaluator::compute(size_t metric_index) {
           ++count;
         }
       }
-      // Over the steady steps, the only ones whose events are selected (warm-up and a cut-short last step
-      // never are).
-      return a_.steps.empty() ? 0.0 : static_cast<double>(count) / static_cast<double>(steps_) * 100.0;
+      // Over the steps the selection draws from: the steady steps (warm-up and a cut-short last step are
+      // never selected), or the warm-up steps for an `in_warmup` selection.
+      return a_.steps.empty() ? 0.0 : static_cast<double>(count) / steps * 100.0;
     }
     case MetricKind::MaxArg: {
       double best = kNaN;

@@ -148,6 +148,29 @@ TEST_CASE("selection by kernel family (data/kernel_families.yaml)") {
   CHECK(run(f.analysis, "select: {k: {family: communication}}\n").empty());
 }
 
+TEST_CASE("a selection of the warm-up steps is measured per warm-up step, not per steady step") {
+  // PyTorch 1.13 on a CPU (an EmbeddingBag model with Adam): steps of 26, 10 and 9.4 ms, then 2.1 and 1.7.
+  ptadvise::testing::TraceBuilder trace(ptadvise::testing::Era::Legacy);
+  const double periods[] = {26000, 10000, 9400, 2100, 1700};
+  double at = 0;
+  for (int s = 0; s < 5; ++s) {
+    trace.cpu_op("ProfilerStep#" + std::to_string(s + 1), at, periods[s]);
+    trace.cpu_op("aten::embedding_bag", at + 10, periods[s] / 2);
+    trace.cpu_op("aten::addmm", at + 20 + periods[s] / 2, 50);
+    at += periods[s];
+  }
+  Timeline timeline = trace.load();
+  Analysis analysis = ptadvise::analyze(timeline);
+  REQUIRE(analysis.warmup_step_count() == 3);
+  REQUIRE(analysis.steady_step_count() == 2);
+  auto findings = run(analysis, "select: {w: {kind: cpu_op, name: \"aten::*\", in_warmup: true}}\n");
+  REQUIRE(findings.size() == 1);
+  // Over the 2 steady steps these were 3 ops per step "in 150% of steps".
+  CHECK(findings[0].count_per_step == 2);
+  CHECK(findings[0].steps_present_pct == 100);
+  CHECK(findings[0].time_ms_per_step == doctest::Approx((13000 + 5000 + 4700 + 150) / 3.0 / 1000.0));
+}
+
 TEST_CASE("selection by duration and step membership") {
   Fixture f;
   auto findings = run(f.analysis, "select: {k: {kind: kernel, max_dur: 10us}}\n");
