@@ -91,7 +91,10 @@ int run(const RunOptions& options, const std::vector<std::string>& command) {
     print_error(failure->message);
     return failure->exit_code;
   }
-  const LaunchPlan& plan = std::get<LaunchPlan>(planned);
+  LaunchPlan& plan = std::get<LaunchPlan>(planned);
+  // A report meant for a file or a machine: the program's own output (a training log) goes to stderr.
+  const std::string& format = options.check.format;
+  plan.stdout_to_stderr = format != "text" && format != "github";
 
   std::error_code error;
   fs::create_directories(request.out_dir, error);
@@ -174,7 +177,12 @@ void add_run_command(CLI::App& app) {
       "3 when nothing could be recorded (no GPU/driver for cupti, no trace written).\n"
       "INT, TERM, HUP, QUIT, USR1 and USR2 sent to ptadvise are forwarded to the program; signals ignored\n"
       "when ptadvise starts stay ignored in it (nohup); if ptadvise dies, the program gets SIGTERM.\n"
-      "An --out directory that cannot be written is refused (exit 2) before the program starts.");
+      "An --out directory that cannot be written is refused (exit 2) before the program starts.\n"
+      "With --format json, sarif, junit or markdown the program's standard output goes to standard error,\n"
+      "so that standard output holds the report alone (e.g. `ptadvise run --format sarif -- ... > r.sarif`).\n"
+      "--capture torch records every Python process of the program that makes optimizer steps (the ranks of\n"
+      "torch.multiprocessing.spawn, named by their process group's rank); a program that runs torch.profiler\n"
+      "itself has its own exported trace checked.");
   auto command = std::make_shared<std::vector<std::string>>();
   // After `--` everything is the program's own (`-- python3 train.py --lr 0.1`).
   cmd->add_option("command", *command, "the program to record and its arguments, after `--`");

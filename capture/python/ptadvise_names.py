@@ -13,10 +13,12 @@ def _first_int_env(names):
     return None
 
 
-def trace_file_name(suffix=""):
-    """Same naming as the CUPTI capture: <host>_<pid>[.rank-R]<suffix>.pt.trace.json."""
+def trace_file_name(suffix="", rank=None):
+    """Same naming as the CUPTI capture: <host>_<pid>[.rank-R]<suffix>.pt.trace.json. R: the launcher's
+    rank variable, else `rank` (a process group's rank, e.g. of torch.multiprocessing.spawn's processes)."""
     host = "".join(c if c.isalnum() or c in "-." else "-" for c in socket.gethostname()) or "host"
-    rank = _first_int_env(("RANK", "OMPI_COMM_WORLD_RANK", "SLURM_PROCID", "PMI_RANK"))
+    from_env = _first_int_env(("RANK", "OMPI_COMM_WORLD_RANK", "SLURM_PROCID", "PMI_RANK"))
+    rank = from_env if from_env is not None else rank
     name = "%s_%d" % (host, os.getpid())
     if rank is not None:
         name += ".rank-%d" % rank

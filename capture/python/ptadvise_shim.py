@@ -128,6 +128,11 @@ def on_step_end():
         _set_capture_active(False)
     for callback in list(_step_listeners):
         callback(_steps_done)
+    if _BACKEND == "torch":
+        # Each process that trains records its own window (the runner's, started with the program, included).
+        import ptadvise_torch_session
+
+        ptadvise_torch_session.after_step(sys.modules["torch"], _steps_done, _SKIP_STEPS, _STEPS)
     _open_step_range()
 
 

@@ -44,6 +44,9 @@ struct CaptureRequest {
 struct LaunchPlan {
   std::vector<std::string> argv;
   std::vector<std::pair<std::string, std::string>> environment;
+  // The program's standard output goes to standard error: ptadvise's own stdout then holds the report alone
+  // (a JSON, SARIF, JUnit or Markdown document a training log would corrupt).
+  bool stdout_to_stderr = false;
 };
 struct CaptureError {
   int exit_code = 2;

@@ -114,6 +114,7 @@ ChildOutcome run_child(const LaunchPlan& plan) {
     // unobserved; the parent may already be gone before the request took effect.
     prctl(PR_SET_PDEATHSIG, SIGTERM);
     if (getppid() != parent) _exit(128 + SIGTERM);
+    if (plan.stdout_to_stderr && dup2(STDERR_FILENO, STDOUT_FILENO) < 0) _exit(127);
     close(error_pipe[0]);
     execvpe(argv[0], argv.data(), envp.data());
     int exec_errno = errno;

@@ -1,0 +1,207 @@
+"""One process's torch.profiler recording for `ptadvise run --capture torch`.
+
+The runner (ptadvise_torch_run.py) starts the recording of the process it runs the program in. Every other
+Python process of the program that makes optimizer steps (the ranks torch.multiprocessing.spawn starts,
+a trainer in a multiprocessing.Process) gets its own from the shim, at its first optimizer step: its
+window skips what is left of --skip-steps and records the next --steps, as the runner's does, and is
+written as <host>_<pid>[.rank-R].pt.trace.json (R: the RANK variable, else the rank of the initialised
+process group). A process that ends inside its window writes what it recorded.
+
+A program that runs a profiler of its own (torch.profiler.profile, torch.autograd.profiler.profile)
+cannot run it beside this one: PyTorch allows one profiler per thread. When it starts one, the recording
+stands aside (stopped, nothing of it written) and the first trace the program exports is copied to the
+capture directory instead, so that the run checks what the program itself recorded.
+"""
+
+import atexit
+import os
+import shutil
+import sys
+import warnings
+
+import ptadvise_legacy_stacks
+from ptadvise_names import publish, trace_file_name
+
+_current = None  # this process's Recording
+_wrapped = [False]
+
+
+def current():
+    """The recording of this process (None in a process that has not started one, or a forked copy)."""
+    return _current if _current is not None and _current.pid == os.getpid() else None
+
+
+def _process_group_rank(torch):
+    try:
+        distributed = torch.distributed
+        if distributed.is_available() and distributed.is_initialized():
+            return distributed.get_rank()
+    except Exception:  # a torch without torch.distributed, or a group being torn down
+        pass
+    return None
+
+
+class Recording:
+    def __init__(self, torch, out_dir, skip, steps):
+        from torch.profiler import ProfilerActivity, profile, schedule
+
+        self.torch = torch
+        self.pid = os.getpid()
+        self.out_dir = out_dir
+        self.rank = _process_group_rank(torch)
+        self.written = []
+        self.stood_aside = False
+        self.program_exports = []
+        self.finished = False
+        activities = [ProfilerActivity.CPU]
+        if torch.cuda.is_available():
+            activities.append(ProfilerActivity.CUDA)
+        # PyTorch without Kineto exports no stacks, shapes or Python frames: add them (ptadvise_legacy_stacks).
+        self.legacy = ptadvise_legacy_stacks.needed(torch)
+        self.constructors = ptadvise_legacy_stacks.record_constructors(torch) if self.legacy else set()
+        # The last skipped step is the profiler's warm-up: its own start-up cost stays out of the record.
+        with warnings.catch_warnings():
+            # "Profiler won't be using warmup": --skip-steps 0 asks for none (the program's own warnings pass).
+            warnings.filterwarnings("ignore", message=".*warmup.*", category=UserWarning)
+            plan = schedule(wait=max(skip - 1, 0), warmup=1 if skip > 0 else 0,
+                            active=steps if steps > 0 else 1 << 30, repeat=1)
+            self.profiler = profile(activities=activities, schedule=plan, on_trace_ready=self._on_trace_ready,
+                                    record_shapes=True, with_stack=True)
+
+    def _file_name(self):
+        return trace_file_name(rank=self.rank)
+
+    def _export(self, temporary, profiler):
+        profiler.export_chrome_trace(temporary)
+        if self.legacy and not ptadvise_legacy_stacks.enrich(temporary, list(profiler.events()), self.constructors):
+            sys.stderr.write("ptadvise: the profiler's events do not match its export; the trace has no Python "
+                             "stacks\n")
+
+    def _on_trace_ready(self, profiler):
+        if self.stood_aside:
+            return  # stopped for the program's own profiler: a cut window, not written
+        path = os.path.join(self.out_dir, self._file_name())
+        publish(path, lambda temporary: self._export(temporary, profiler))
+        self.written.append(path)
+
+    def start(self):
+        self.profiler.start()
+
+    def step(self):
+        if self.rank is None:  # a group initialised after the recording began
+            self.rank = _process_group_rank(self.torch)
+        if not self.stood_aside and not self.finished:
+            self.profiler.step()
+
+    def finish(self):
+        """Saves the window when it is still recording (the process ends inside it)."""
+        if self.finished:
+            return
+        self.finished = True
+        if not self.stood_aside:
+            self.profiler.stop()
+
+    def stand_aside(self):
+        if self.stood_aside or self.finished:
+            return
+        self.stood_aside = True
+        sys.stderr.write("ptadvise: the program starts a profiler of its own; ptadvise's recording stands aside "
+                         "and the first trace the program exports is checked\n")
+        self.profiler.stop()
+
+    def program_exported(self, path):
+        if not self.stood_aside or not isinstance(path, (str, bytes, os.PathLike)) or not os.path.isfile(path):
+            return
+        self.program_exports.append(path)
+        if len(self.program_exports) > 1:
+            return
+        with open(path, "rb") as source:
+            gzipped = source.read(2) == b"\x1f\x8b"
+        copy = os.path.join(self.out_dir, self._file_name()) + (".gz" if gzipped else "")
+        publish(copy, lambda temporary: shutil.copyfile(path, temporary))
+        self.written.append(copy)
+
+
+def _wrap_program_profilers(torch):
+    """Tells this process's recording when the program starts a profiler of its own, and after each trace
+    it exports. Installed after the recording has started: torch.profiler's schedule then moves through
+    prepare_trace/start_trace, never through the wrapped methods."""
+    if _wrapped[0]:
+        return
+    _wrapped[0] = True
+    import torch.autograd.profiler as autograd_profiler
+    import torch.profiler.profiler as profiler_module
+
+    def before(method):
+        def wrapper(self, *args, **kwargs):
+            recording = current()
+            if recording is not None:
+                recording.stand_aside()
+            return method(self, *args, **kwargs)
+        return wrapper
+
+    def after_export(method):
+        def wrapper(self, path, *args, **kwargs):
+            result = method(self, path, *args, **kwargs)
+            recording = current()
+            if recording is not None:
+                recording.program_exported(path)
+            return result
+        return wrapper
+
+    starts = [(profiler_module, "profile", "start"), (profiler_module, "_KinetoProfile", "start"),
+              (autograd_profiler, "profile", "__enter__")]
+    # Every export ends in the autograd profiler's (torch.profiler's, a .gz included, writes through it).
+    exports = [(autograd_profiler, "profile", "export_chrome_trace")]
+    legacy = getattr(torch.autograd, "profiler_legacy", None)
+    if legacy is not None:
+        starts.append((legacy, "profile", "__enter__"))
+        exports.append((legacy, "profile", "export_chrome_trace"))
+    for module, class_name, method_name in starts:
+        cls = getattr(module, class_name, None)
+        if cls is not None and method_name in vars(cls):
+            setattr(cls, method_name, before(vars(cls)[method_name]))
+    for module, class_name, method_name in exports:
+        cls = getattr(module, class_name, None)
+        if cls is not None and method_name in vars(cls):
+            setattr(cls, method_name, after_export(vars(cls)[method_name]))
+
+
+def begin(torch, out_dir, skip, steps):
+    """Starts this process's recording: `skip` more optimizer steps left out, then `steps` recorded."""
+    global _current
+    recording = Recording(torch, out_dir, skip, steps)
+    recording.start()
+    _current = recording
+    _wrap_program_profilers(torch)
+    return recording
+
+
+def after_step(torch, steps_done, skip, steps):
+    """The shim's call after every optimizer step of any process (torch backend)."""
+    global _current
+    recording = current()
+    if recording is not None:
+        try:
+            recording.step()
+        except Exception as error:  # the profiler refused (another one left enabled): the program must still run
+            if not recording.finished:
+                recording.finished = True
+                sys.stderr.write("ptadvise: warning: the recording of process %d stopped (%s: %s)\n"
+                                 % (os.getpid(), type(error).__name__, error))
+        return
+    if _current is not None and _current.pid == -1:
+        return  # this process could not record (said once)
+    if steps > 0 and steps_done >= skip + steps:
+        return  # its window is over before it began
+    try:
+        recording = begin(torch, os.environ.get("PTADVISE_CAPTURE_DIR", "."), max(skip - steps_done, 0), steps)
+    except Exception as error:  # e.g. a profiler left enabled in a forked copy: the program must still run
+        sys.stderr.write("ptadvise: warning: process %d makes optimizer steps but could not be recorded (%s: %s)\n"
+                         % (os.getpid(), type(error).__name__, error))
+
+        class _Unrecorded:
+            pid = -1
+        _current = _Unrecorded()
+        return
+    atexit.register(recording.finish)
