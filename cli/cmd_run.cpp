@@ -149,7 +149,7 @@ int run(const RunOptions& options, const std::vector<std::string>& command) {
 void add_run_command(CLI::App& app) {
   auto options = std::make_shared<RunOptions>();
   auto* cmd = app.add_subcommand(
-      "run", "record a run without code changes (CUPTI, or torch.profiler for Python scripts), then check it");
+      "run", "Record a run without code changes (CUPTI, or torch.profiler for Python scripts), then check it");
   cmd->add_option("--out", options->out_dir, "directory for the traces (created if missing)")
       ->capture_default_str();
   cmd->add_option("--capture", options->backend,

@@ -87,6 +87,7 @@ RankResult check_file(const std::string& path, const RankCheck& check, const Loa
   auto loaded = load_trace_file(path, load);
   if (auto* error = std::get_if<LoadError>(&loaded)) {
     result.error = error->message;
+    result.not_a_trace = error->not_a_trace;
     return result;
   }
   Timeline timeline = std::move(std::get<Timeline>(loaded));

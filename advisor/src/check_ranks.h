@@ -16,6 +16,7 @@ struct RankResult {
   TraceReport trace;   // findings after suppressions, not yet ranked
   RankDigest digest;
   std::string error;   // a fatal load error, or a trace mostly lost without --accept-partial (the check stops)
+  bool not_a_trace = false;  // the error says the file is another JSON document (LoadError::not_a_trace)
   size_t suppressed = 0;
 };
 

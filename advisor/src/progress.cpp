@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <iostream>
 #include <new>
 #include <string_view>
 #include <system_error>
@@ -176,8 +177,11 @@ std::variant<std::vector<Timeline>, LoadError> load_traces_with_progress(const s
     bytes_before += bytes;
     progress.update(loaded, bytes_before, expected, bytes_before);
   };
+  std::vector<std::string> skipped;
+  options.on_not_a_trace = [&](const std::string& message) { skipped.push_back(message); };
   auto result = load_traces(paths, options);
   progress.finish();
+  for (const std::string& message : skipped) std::cerr << "ptadvise: warning: " << format::visible(message) << "; skipped\n";
   return result;
 }
 

@@ -281,7 +281,7 @@ std::variant<Timeline, LoadError> TraceParser::run(const LoadOptions& options) {
   report_bytes(size_);
   const LoadStats& stats = timeline_.stats;
   if (object_form_ && !saw_event_list_) {
-    return LoadError{label_ + ": no \"traceEvents\" list: this JSON is not a PyTorch profiler trace"};
+    return LoadError{label_ + ": no \"traceEvents\" list: this JSON is not a PyTorch profiler trace", true};
   }
   if (stats.events_seen == 0) {
     if (!first_syntax_error_.empty()) return LoadError{label_ + ": " + first_syntax_error_};
@@ -424,12 +424,23 @@ std::variant<std::vector<Timeline>, LoadError> load_traces(const std::vector<std
     if (error) return LoadError{path + ": cannot list the directory: " + error.message()};
     if (files.empty()) return LoadError{path + ": no trace files (*.json, *.json.gz) in this directory"};
     timelines.reserve(timelines.size() + files.size());
+    size_t skipped = 0;
     for (size_t order = 0; order < files.size(); ++order) {
       auto result = load_trace_file(files[order], options);
-      if (auto* failure = std::get_if<LoadError>(&result)) return std::move(*failure);
+      if (auto* failure = std::get_if<LoadError>(&result)) {
+        if (failure->not_a_trace && options.on_not_a_trace) {
+          options.on_not_a_trace(failure->message);
+          if (++skipped == files.size()) {
+            return LoadError{path + ": no PyTorch profiler trace among the " + std::to_string(skipped) +
+                             (skipped == 1 ? " JSON file" : " JSON files") + " in this directory"};
+          }
+          continue;
+        }
+        return std::move(*failure);
+      }
       Timeline timeline = std::move(std::get<Timeline>(result));
       if (!timeline.rank) timeline.rank = rank_from_file_name(std::filesystem::path(files[order]).filename().string());
-      if (!timeline.rank) timeline.rank = static_cast<int>(order);
+      if (!timeline.rank) timeline.rank = static_cast<int>(order - skipped);
       timelines.push_back(std::move(timeline));
       if (options.on_file_loaded) options.on_file_loaded(order + 1, files.size(), timelines.back().stats.bytes);
     }

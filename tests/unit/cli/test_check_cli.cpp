@@ -437,3 +437,42 @@ TEST_CASE("check: --no-whatif skips the replay; savings and predictions come fro
   CHECK(finding["predicted_step_ms"].get<double>() ==
         doctest::Approx(ledger["step_ms"].get<double>() - finding["saving_ms_per_step"].get<double>()).epsilon(0.001));
 }
+
+TEST_CASE("check: other JSON files in a directory (hparams, configs) are skipped with a warning; named, they are errors") {
+  TempDir dir;
+  ptadvise::testing::TraceBuilder trace(ptadvise::testing::Era::Kineto2023);
+  for (int step = 0; step < 3; ++step) {
+    const double start = 1000.0 * step;
+    trace.annotation("ProfilerStep#" + std::to_string(step + 1), start, 900);
+    trace.cpu_op("aten::item", start + 100, 300);
+    trace.cpu_op("aten::_local_scalar_dense", start + 110, 280);
+  }
+  dir.write("run/worker0.pt.trace.json", trace.json());
+  dir.write("run/hparams.json", "{\"lr\": 0.1, \"batch_size\": 64}");
+  dir.write("run/eval/metrics.json", "{\"accuracy\": 0.9}");
+  Run run = ptadvise_cli(check(dir) + "--format json '" + dir.file("run") + "'", dir.path());
+  CHECK(run.exit_code == 1);  // the trace's finding
+  CHECK(count(run.err, "is not a PyTorch profiler trace; skipped") == 2);
+  CHECK(run.err.find("hparams.json") != std::string::npos);
+  const auto report = nlohmann::json::parse(run.out);
+  REQUIRE(report["traces"].size() == 1);
+  CHECK(report["traces"][0]["path"].get<std::string>().find("worker0.pt.trace.json") != std::string::npos);
+  // `summary` reads directories the same way (its rank is the first, not the second of the directory's files).
+  Run summary = ptadvise_cli("summary '" + dir.file("run") + "'", dir.path());
+  CHECK(summary.exit_code == 0);
+  CHECK(count(summary.err, "is not a PyTorch profiler trace; skipped") == 1);  // not recursive
+  CHECK(summary.out.find("(rank 0)") != std::string::npos);
+  // Named on its own, another JSON document is an error; a directory of nothing else is one too.
+  Run named = ptadvise_cli(check(dir) + "'" + dir.file("run/hparams.json") + "'", dir.path());
+  CHECK(named.exit_code == 2);
+  CHECK(named.err.find("this JSON is not a PyTorch profiler trace") != std::string::npos);
+  Run only_other = ptadvise_cli(check(dir) + "'" + dir.file("run/eval") + "'", dir.path());
+  CHECK(only_other.exit_code == 2);
+  CHECK(only_other.err.find("no PyTorch profiler trace among the 1 JSON file found") != std::string::npos);
+  Run summary_other = ptadvise_cli("summary '" + dir.file("run/eval") + "'", dir.path());
+  CHECK(summary_other.exit_code == 2);
+  // A broken trace in a directory still stops the check: only other documents are skipped.
+  dir.write("run/worker1.pt.trace.json", "{\"traceEvents\": [{\"name\": \"aten::mm\", \"ph\": \"X\", \"ts\": ");
+  Run broken = ptadvise_cli(check(dir) + "'" + dir.file("run") + "'", dir.path());
+  CHECK(broken.exit_code == 2);
+}

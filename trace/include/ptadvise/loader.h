@@ -16,6 +16,9 @@ namespace ptadvise {
 // A fatal input problem: the caller prints `message` (one line, names file and position) and exits 2.
 struct LoadError {
   std::string message;
+  // A JSON object without a "traceEvents" list: some other document (a config, metrics), not a broken
+  // trace. Found in a directory, such a file is skipped with a warning; named on its own, it is an error.
+  bool not_a_trace = false;
 };
 
 struct LoadOptions {
@@ -32,6 +35,9 @@ struct LoadOptions {
   // Called while the event list of a file is parsed, about once per MiB: (bytes parsed, bytes in the file
   // once uncompressed), for progress displays within a large file.
   std::function<void(uint64_t, uint64_t)> on_bytes_parsed;
+  // Called by load_traces for a file of a directory that is another JSON document (LoadError::not_a_trace),
+  // with that error's message; the file is then left out. Without it, such a file is an error like any.
+  std::function<void(const std::string&)> on_not_a_trace;
 };
 
 // Loads one trace file ("-" reads stdin; pipes such as `<(zcat t.json.gz)` work too). Recoverable problems (truncation, malformed events) land in Timeline::stats.
