@@ -63,12 +63,20 @@ def main(argv):
     exit_status = 0
     recording = ptadvise_torch_session.begin(torch, out_dir, skip, steps)
     try:
+        # sys.path[0] as the interpreter would set it: the working directory for -m, -c and a script read
+        # from stdin, the script's directory for a script (not this runner's directory).
         if argv[0] == "-m" and len(argv) > 1:
             sys.argv = [argv[1]] + argv[2:]
+            sys.path[0] = os.getcwd()
             runpy.run_module(argv[1], run_name="__main__", alter_sys=True)
         elif argv[0] == "-c" and len(argv) > 1:
             sys.argv = ["-c"] + argv[2:]
+            sys.path[0] = ""
             exec(compile(argv[1], "<string>", "exec"), {"__name__": "__main__"})
+        elif argv[0] == "-":
+            sys.argv = list(argv)
+            sys.path[0] = ""
+            exec(compile(sys.stdin.read(), "<stdin>", "exec"), {"__name__": "__main__"})
         else:
             script = argv[0]
             sys.argv = list(argv)
