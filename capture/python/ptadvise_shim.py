@@ -35,7 +35,7 @@ _log_file = None
 _nvtx = None  # torch.cuda.nvtx when this torch build has NVTX
 _steps_done = 0
 _step_range_open = False
-_step_listeners = []
+_recording_broken = []  # set when this process's torch recording failed (said once)
 _installed = False
 _display_paths = {}
 _cwd = os.getcwd()
@@ -84,11 +84,6 @@ def sync_range_name(call, frame):
     return "ptadvise.sync %s %s" % (call, source_location(frame))
 
 
-def add_step_listener(callback):
-    """callback(steps_done) runs after every optimizer step (the torch runner drives its schedule)."""
-    _step_listeners.append(callback)
-
-
 def _ranges_enabled():
     # Under torch.profiler the trace already has steps and stacks; NVTX ranges are for CUPTI captures.
     return _BACKEND != "torch"
@@ -126,13 +121,16 @@ def on_step_end():
         _set_capture_active(True)
     if _STEPS > 0 and _steps_done == _SKIP_STEPS + _STEPS:
         _set_capture_active(False)
-    for callback in list(_step_listeners):
-        callback(_steps_done)
-    if _BACKEND == "torch":
+    if _BACKEND == "torch" and not _recording_broken:
         # Each process that trains records its own window (the runner's, started with the program, included).
-        import ptadvise_torch_session
+        try:
+            import ptadvise_torch_session
 
-        ptadvise_torch_session.after_step(sys.modules["torch"], _steps_done, _SKIP_STEPS, _STEPS)
+            ptadvise_torch_session.after_step(sys.modules["torch"], _steps_done, _SKIP_STEPS, _STEPS)
+        except Exception as error:  # never the program's failure
+            _recording_broken.append(True)
+            sys.stderr.write("ptadvise: warning: process %d is not recorded (%s: %s)\n"
+                             % (os.getpid(), type(error).__name__, error))
     _open_step_range()
 
 
