@@ -4,15 +4,8 @@
 # Before, `-m` of a package in the working directory failed (No module named ...) and `-` was taken for a
 # script file named "-".
 set -u
-ptadvise=$(cd "$(dirname "$1")" && pwd)/$(basename "$1")  # the test changes directory
-python=${2:-/usr/bin/python3}
-if ! "$python" -c "import torch" 2>/dev/null; then
-  echo "skipped: $python cannot import torch (install python3-torch)"
-  exit 77
-fi
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-fail() { echo "FAIL: $*"; exit 1; }
+source "$(dirname "$0")/torch_run_setup.sh"
+ptadvise=$(cd "$(dirname "$ptadvise")" && pwd)/$(basename "$ptadvise")  # the test changes directory
 shopt -s nullglob
 mkdir -p "$work/project/trainpkg"
 touch "$work/project/trainpkg/__init__.py"

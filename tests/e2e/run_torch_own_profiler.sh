@@ -4,16 +4,8 @@
 # checks the first trace the program exports. Before, the program died ("Profiler is already enabled on
 # this thread") and nothing was checked.
 set -u
-ptadvise=$1
-python=${2:-/usr/bin/python3}
 here=${3:-$(cd "$(dirname "$0")" && pwd)}
-if ! "$python" -c "import torch" 2>/dev/null; then
-  echo "skipped: $python cannot import torch (install python3-torch)"
-  exit 77
-fi
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-fail() { echo "FAIL: $*"; exit 1; }
+source "$(dirname "$0")/torch_run_setup.sh"
 shopt -s nullglob
 
 for mode in schedule legacy repeat; do

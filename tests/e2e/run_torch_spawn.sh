@@ -4,16 +4,12 @@
 # records its own window, named by its process group's rank) and checked as a job. Before, only the
 # spawning process was profiled: "ended after 0 optimizer steps", nothing checked.
 set -u
-ptadvise=$1
-python=${2:-/usr/bin/python3}
 here=${3:-$(cd "$(dirname "$0")" && pwd)}
-if ! "$python" -c "import torch, torch.distributed as d; assert d.is_available()" 2>/dev/null; then
-  echo "skipped: $python cannot import torch with torch.distributed (install python3-torch)"
+source "$(dirname "$0")/torch_run_setup.sh"
+if ! "$python" -c "import torch.distributed as d; assert d.is_available()" 2>/dev/null; then
+  echo "skipped: this PyTorch has no torch.distributed"
   exit 77
 fi
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-fail() { echo "FAIL: $*"; exit 1; }
 shopt -s nullglob
 port=$("$python" -c "import socket; s = socket.socket(); s.bind(('127.0.0.1', 0)); print(s.getsockname()[1])")
 
