@@ -257,6 +257,10 @@ def patch_torch(torch):
         if _ranges_enabled():
             _patch_sync_calls(torch)
         _patch_profiler(torch)
+        if _BACKEND == "torch":
+            import ptadvise_torch_session  # a program profiling itself, in any of its processes
+
+            ptadvise_torch_session.install(torch)
     except Exception as error:  # a torch version we do not know: the program must still run
         sys.stderr.write("ptadvise: warning: the Python shim could not hook torch (%s: %s)\n"
                          % (type(error).__name__, error))

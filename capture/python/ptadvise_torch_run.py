@@ -89,12 +89,12 @@ def main(argv):
             sys.stderr.write("%s\n" % code)
     finally:
         recording.finish()  # saves the window when it is still recording (the program ended inside it)
-    if len(recording.program_exports) > 1:
-        sys.stderr.write("ptadvise: the program exported %d traces; the first is checked\n"
-                         % len(recording.program_exports))
-    if recording.written or _traces_since(out_dir, started):
+    exports, copies = ptadvise_torch_session.program_exports()
+    if len(exports) > 1:
+        sys.stderr.write("ptadvise: the program exported %d traces; the first is checked\n" % len(exports))
+    if recording.written or copies or _traces_since(out_dir, started):
         return exit_status
-    if recording.stood_aside:
+    if ptadvise_torch_session.program_profiles():
         sys.stderr.write("ptadvise: the program ran a profiler of its own and exported no trace; no trace written\n")
     else:
         sys.stderr.write("ptadvise: the program ended after %d optimizer steps, before the recording window "

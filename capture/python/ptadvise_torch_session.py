@@ -24,6 +24,7 @@ from ptadvise_names import publish, trace_file_name
 
 _current = None  # this process's Recording
 _wrapped = [False]
+_program = {}  # per process id: {"exports": [paths the program exported], "written": [their copies]}
 
 
 def current():
@@ -105,27 +106,54 @@ class Recording:
         if self.stood_aside or self.finished:
             return
         self.stood_aside = True
-        sys.stderr.write("ptadvise: the program starts a profiler of its own; ptadvise's recording stands aside "
-                         "and the first trace the program exports is checked\n")
         self.profiler.stop()
 
-    def program_exported(self, path):
-        if not self.stood_aside or not isinstance(path, (str, bytes, os.PathLike)) or not os.path.isfile(path):
-            return
-        self.program_exports.append(path)
-        if len(self.program_exports) > 1:
-            return
-        with open(path, "rb") as source:
-            gzipped = source.read(2) == b"\x1f\x8b"
-        copy = os.path.join(self.out_dir, self._file_name()) + (".gz" if gzipped else "")
-        publish(copy, lambda temporary: shutil.copyfile(path, temporary))
-        self.written.append(copy)
+
+def program_profiles():
+    """Whether the program has started a profiler of its own in this process."""
+    return os.getpid() in _program
 
 
-def _wrap_program_profilers(torch):
-    """Tells this process's recording when the program starts a profiler of its own, and after each trace
-    it exports. Installed after the recording has started: torch.profiler's schedule then moves through
-    prepare_trace/start_trace, never through the wrapped methods."""
+def program_exports():
+    """The traces the program exported in this process, and the copies of them written for the check."""
+    state = _program.get(os.getpid(), {"exports": [], "written": []})
+    return state["exports"], state["written"]
+
+
+def _program_started(torch):
+    if os.getpid() in _program:
+        return
+    _program[os.getpid()] = {"exports": [], "written": []}
+    sys.stderr.write("ptadvise: the program starts a profiler of its own (process %d); ptadvise's recording stands "
+                     "aside and the first trace the program exports is checked\n" % os.getpid())
+    recording = current()
+    if recording is not None:
+        recording.stand_aside()
+
+
+def _program_exported(torch, path):
+    state = _program.get(os.getpid())
+    if state is None or not isinstance(path, (str, bytes, os.PathLike)) or not os.path.isfile(path):
+        return
+    state["exports"].append(path)
+    if len(state["exports"]) > 1:
+        return
+    with open(path, "rb") as source:
+        gzipped = source.read(2) == b"\x1f\x8b"
+    recording = current()
+    rank = recording.rank if recording is not None and recording.rank is not None else _process_group_rank(torch)
+    copy = os.path.join(os.environ.get("PTADVISE_CAPTURE_DIR", "."), trace_file_name(rank=rank))
+    copy += ".gz" if gzipped else ""
+    publish(copy, lambda temporary: shutil.copyfile(path, temporary))
+    state["written"].append(copy)
+
+
+def install(torch):
+    """Wraps the profilers' start and export methods once per interpreter, so that a program starting a
+    profiler of its own (in any of its processes) is seen: the recording of that process stands aside, none
+    is begun there, and the first trace the program exports is copied for the check. This runner's own
+    profiler is told apart by identity; torch.profiler's schedule moves it through prepare_trace and
+    start_trace, never through __enter__."""
     if _wrapped[0]:
         return
     _wrapped[0] = True
@@ -135,8 +163,8 @@ def _wrap_program_profilers(torch):
     def before(method):
         def wrapper(self, *args, **kwargs):
             recording = current()
-            if recording is not None:
-                recording.stand_aside()
+            if recording is None or self is not recording.profiler:
+                _program_started(torch)
             return method(self, *args, **kwargs)
         return wrapper
 
@@ -144,8 +172,8 @@ def _wrap_program_profilers(torch):
         def wrapper(self, path, *args, **kwargs):
             result = method(self, path, *args, **kwargs)
             recording = current()
-            if recording is not None:
-                recording.program_exported(path)
+            if recording is None or recording.stood_aside:  # this runner's own exports are not the program's
+                _program_exported(torch, path)
             return result
         return wrapper
 
@@ -170,10 +198,10 @@ def _wrap_program_profilers(torch):
 def begin(torch, out_dir, skip, steps):
     """Starts this process's recording: `skip` more optimizer steps left out, then `steps` recorded."""
     global _current
+    install(torch)
     recording = Recording(torch, out_dir, skip, steps)
-    recording.start()
     _current = recording
-    _wrap_program_profilers(torch)
+    recording.start()
     return recording
 
 
@@ -192,6 +220,8 @@ def after_step(torch, steps_done, skip, steps):
         return
     if _current is not None and _current.pid == -1:
         return  # this process could not record (said once)
+    if program_profiles():
+        return  # the program records this process itself
     if steps > 0 and steps_done >= skip + steps:
         return  # its window is over before it began
     try:

@@ -6,6 +6,8 @@ MODE schedule: torch.profiler with a schedule from the first step, one export (O
 MODE legacy: six plain steps, then torch.autograd.profiler.profile around five more (ptadvise's own
 recording is under way by then), exported to OUT_PREFIX.json.
 MODE repeat: torch.profiler with a repeating schedule, two exports (OUT_PREFIX_1.json.gz, OUT_PREFIX_2.json.gz).
+MODE spawn: two processes of torch.multiprocessing.spawn, each profiling itself as in `schedule` from its
+first step (before ptadvise would begin recording it), exported to OUT_PREFIX_<i>.json.
 Every step runs inside record_function("own_region"), so the program's trace can be told from ptadvise's.
 """
 import sys
@@ -26,13 +28,24 @@ def step():
         opt.zero_grad()
 
 
-if mode == "schedule":
+def profiled_loop(path):
     from torch.profiler import profile, schedule
     with profile(schedule=schedule(wait=1, warmup=1, active=3),
-                 on_trace_ready=lambda p: p.export_chrome_trace(prefix + ".json")) as prof:
+                 on_trace_ready=lambda p: p.export_chrome_trace(path)) as prof:
         for _ in range(6):
             step()
             prof.step()
+
+
+def spawned(index, prefix):
+    profiled_loop("%s_%d.json" % (prefix, index))
+
+
+if mode == "spawn" and __name__ == "__main__":
+    import torch.multiprocessing as mp
+    mp.spawn(spawned, args=(prefix,), nprocs=2)
+if mode == "schedule":
+    profiled_loop(prefix + ".json")
 elif mode == "legacy":
     for _ in range(6):
         step()
@@ -51,4 +64,5 @@ elif mode == "repeat":
         for _ in range(10):
             step()
             prof.step()
-print("trained, profiled by the program itself")
+if __name__ == "__main__":
+    print("trained, profiled by the program itself")

@@ -21,6 +21,15 @@ for mode in schedule legacy repeat; do
   grep -q '"own_region"' "${traces[0]}" || fail "$mode: the checked trace is not the program's"
   grep -q "^ptadvise: ${traces[0]}" "$work/stdout" || fail "$mode: the program's trace was not checked"
 done
+# Each spawned process profiles itself from its first step: none is recorded by ptadvise, each one's own
+# trace is checked.
+"$ptadvise" run --out "$work/spawn" --capture torch --exit-zero -- "$python" "$here/own_profiler.py" spawn \
+  "$work/own-spawn" >"$work/stdout" 2>"$work/stderr" || fail "spawn: the run failed"
+cat "$work/stderr"
+traces=("$work/spawn"/*.pt.trace.json)
+[[ ${#traces[@]} -eq 2 ]] || fail "spawn: expected two traces in $work/spawn, found ${#traces[@]}"
+for trace in "${traces[@]}"; do grep -q '"own_region"' "$trace" || fail "spawn: $trace is not the program's"; done
+grep -q "could not be recorded" "$work/stderr" && fail "spawn: a process profiling itself was taken for a failure"
 # The program's own files are where it wrote them.
 [[ -f "$work/own-schedule.json" && -f "$work/own-legacy.json" ]] || fail "the program's own traces are missing"
 [[ -f "$work/own-repeat_1.json.gz" && -f "$work/own-repeat_2.json.gz" ]] || fail "the program's gzipped traces are missing"
