@@ -21,7 +21,6 @@ each job rule has a run that shows its problem and one that does not:
 
 import argparse
 import contextlib
-import os
 import time
 
 import torch
