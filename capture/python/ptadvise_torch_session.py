@@ -177,8 +177,10 @@ def install(torch):
             return result
         return wrapper
 
+    # emit_nvtx/emit_itt (CUDA/Intel builds) enable the same per-thread profiler, in a mode that exports nothing.
     starts = [(profiler_module, "profile", "start"), (profiler_module, "_KinetoProfile", "start"),
-              (autograd_profiler, "profile", "__enter__")]
+              (autograd_profiler, "profile", "__enter__"), (autograd_profiler, "emit_nvtx", "__enter__"),
+              (autograd_profiler, "emit_itt", "__enter__")]
     # Every export ends in the autograd profiler's (torch.profiler's, a .gz included, writes through it).
     exports = [(autograd_profiler, "profile", "export_chrome_trace")]
     legacy = getattr(torch.autograd, "profiler_legacy", None)
