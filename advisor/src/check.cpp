@@ -191,28 +191,21 @@ int run(const CheckOptions& options, std::ostream& out, std::ostream& err) {
       for (const auto& warning : traces.back().warnings) err << "ptadvise: warning: " << format::visible(warning) << "\n";
     }
   } else {
+    auto listed = list_trace_inputs(options.traces);
+    if (auto* failure = std::get_if<LoadError>(&listed)) throw Failure{failure->message};
+    const std::vector<TraceInput>& inputs = std::get<std::vector<TraceInput>>(listed);
     std::vector<std::string> files;
-    std::vector<uint8_t> in_directory;  // per file: found in a directory given, not named on its own
-    for (const auto& path : options.traces) {
-      std::string error;
-      auto found = find_trace_files(path, error);
-      if (!error.empty()) throw Failure{error};
-      std::error_code type_error;
-      const bool directory = std::filesystem::is_directory(path, type_error);
-      files.insert(files.end(), found.begin(), found.end());
-      in_directory.insert(in_directory.end(), found.size(), directory ? 1 : 0);
-    }
+    for (const TraceInput& input : inputs) files.push_back(input.path);
     Progress progress(progress_wanted());
     const check_detail::RankCheck check{rules, evaluate_options, kernels, source_root, options.accept_partial,
                                         options.whatif, !options.annotate_path.empty()};
     auto results = check_detail::check_files(files, check, options.threads, progress);
-    size_t skipped = 0;
+    size_t left_out = 0;
     for (size_t i = 0; i < results.size(); ++i) {
       auto& result = results[i];
-      // A run directory holds other JSON files too (hparams, metrics): those are not traces, said and left.
-      if (result.not_a_trace && in_directory[i]) {
+      if (left_out_of_directory(inputs[i], result.not_a_trace)) {
         err << "ptadvise: warning: " << format::visible(result.error) << "; skipped\n";
-        ++skipped;
+        ++left_out;
         continue;
       }
       if (!result.error.empty()) throw Failure{result.error};
@@ -221,10 +214,7 @@ int run(const CheckOptions& options, std::ostream& out, std::ostream& err) {
       traces.push_back(std::move(result.trace));
       digests.push_back(std::move(result.digest));
     }
-    if (traces.empty()) {
-      throw Failure{"no PyTorch profiler trace among the " + std::to_string(skipped) +
-                    (skipped == 1 ? " JSON file" : " JSON files") + " found"};
-    }
+    if (traces.empty()) throw Failure{no_trace_left(left_out).message};
   }
   if (!options.digest_out.empty()) {
     for (size_t i = 0; i < digests.size(); ++i) {

@@ -171,9 +171,9 @@ std::variant<std::vector<Timeline>, LoadError> load_traces_with_progress(const s
   options.on_bytes_parsed = [&](uint64_t parsed, uint64_t size) {
     progress.update(loaded, bytes_before + parsed, expected, bytes_before + size);
   };
-  options.on_file_loaded = [&](size_t done_in_path, size_t files_in_path, uint64_t bytes) {
-    if (done_in_path == 1) expected += files_in_path;
-    ++loaded;
+  options.on_file_loaded = [&](size_t done, size_t files, uint64_t bytes) {
+    expected = files;
+    loaded = done;
     bytes_before += bytes;
     progress.update(loaded, bytes_before, expected, bytes_before);
   };

@@ -1,4 +1,4 @@
-// What a directory is: the trace files below it, and which of them are the ranks of one job.
+// Which of the traces found are the ranks of one job.
 #include <algorithm>
 #include <filesystem>
 #include <map>
@@ -12,22 +12,6 @@ namespace ptadvise {
 namespace {
 namespace fs = std::filesystem;
 }  // namespace
-
-std::vector<std::string> find_trace_files(const std::string& path, std::string& error) {
-  std::error_code ec;
-  if (!fs::is_directory(path, ec)) return {path};
-  // Recursive: TensorBoard writes logdir/<run>/<host>_<pid>.<time>.pt.trace.json[.gz].
-  std::vector<std::string> files = trace_files_in(path, true, ec);
-  if (ec) {
-    error = path + ": cannot list the directory: " + ec.message();
-    return {};
-  }
-  if (files.empty()) {
-    error = path + ": no trace files (*.json, *.json.gz) in this directory or below";
-    return {};
-  }
-  return files;
-}
 
 std::vector<JobGroup> group_jobs(const std::vector<RankDigest>& digests) {
   using Key = std::tuple<std::string, int, std::string>;  // directory, world size, backend

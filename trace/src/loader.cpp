@@ -406,45 +406,58 @@ std::variant<Timeline, LoadError> load_trace_bytes(std::string_view bytes, const
   return load_from(detail::copy_input_bytes(bytes), label, options);
 }
 
-std::variant<std::vector<Timeline>, LoadError> load_traces(const std::vector<std::string>& paths,
-                                                           const LoadOptions& options) {
-  std::vector<Timeline> timelines;
-  for (const std::string& path : paths) {
+std::variant<std::vector<TraceInput>, LoadError> list_trace_inputs(const std::vector<std::string>& paths) {
+  std::vector<TraceInput> inputs;
+  for (size_t named = 0; named < paths.size(); ++named) {
+    const std::string& path = paths[named];
     std::error_code error;
     if (!std::filesystem::is_directory(path, error)) {
-      auto result = load_trace_file(path, options);
-      if (auto* failure = std::get_if<LoadError>(&result)) return std::move(*failure);
-      Timeline timeline = std::move(std::get<Timeline>(result));
-      if (!timeline.rank) timeline.rank = rank_from_file_name(std::filesystem::path(path).filename().string());
-      timelines.push_back(std::move(timeline));
-      if (options.on_file_loaded) options.on_file_loaded(1, 1, timelines.back().stats.bytes);
+      inputs.push_back({path, named, false});
       continue;
     }
-    std::vector<std::string> files = trace_files_in(path, false, error);
+    std::vector<std::string> files = trace_files_in(path, true, error);
     if (error) return LoadError{path + ": cannot list the directory: " + error.message()};
-    if (files.empty()) return LoadError{path + ": no trace files (*.json, *.json.gz) in this directory"};
-    timelines.reserve(timelines.size() + files.size());
-    size_t skipped = 0;
-    for (size_t order = 0; order < files.size(); ++order) {
-      auto result = load_trace_file(files[order], options);
-      if (auto* failure = std::get_if<LoadError>(&result)) {
-        if (failure->not_a_trace && options.on_not_a_trace) {
-          options.on_not_a_trace(failure->message);
-          if (++skipped == files.size()) {
-            return LoadError{path + ": no PyTorch profiler trace among the " + std::to_string(skipped) +
-                             (skipped == 1 ? " JSON file" : " JSON files") + " in this directory"};
-          }
-          continue;
-        }
-        return std::move(*failure);
-      }
-      Timeline timeline = std::move(std::get<Timeline>(result));
-      if (!timeline.rank) timeline.rank = rank_from_file_name(std::filesystem::path(files[order]).filename().string());
-      if (!timeline.rank) timeline.rank = static_cast<int>(order - skipped);
-      timelines.push_back(std::move(timeline));
-      if (options.on_file_loaded) options.on_file_loaded(order + 1, files.size(), timelines.back().stats.bytes);
-    }
+    if (files.empty()) return LoadError{path + ": no trace files (*.json, *.json.gz) in this directory or below"};
+    for (std::string& file : files) inputs.push_back({std::move(file), named, true});
   }
+  return inputs;
+}
+
+bool left_out_of_directory(const TraceInput& input, bool not_a_trace) { return not_a_trace && input.in_directory; }
+
+LoadError no_trace_left(size_t left_out) {
+  return LoadError{"no PyTorch profiler trace among the " + std::to_string(left_out) +
+                   (left_out == 1 ? " JSON file" : " JSON files") + " found"};
+}
+
+std::variant<std::vector<Timeline>, LoadError> load_traces(const std::vector<std::string>& paths,
+                                                           const LoadOptions& options) {
+  auto listed = list_trace_inputs(paths);
+  if (auto* failure = std::get_if<LoadError>(&listed)) return std::move(*failure);
+  const std::vector<TraceInput>& inputs = std::get<std::vector<TraceInput>>(listed);
+  std::vector<Timeline> timelines;
+  timelines.reserve(inputs.size());
+  std::vector<int> loaded_from(paths.size(), 0);  // per path given: its files loaded so far, the fallback rank
+  size_t left_out = 0;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const TraceInput& input = inputs[i];
+    auto result = load_trace_file(input.path, options);
+    if (auto* failure = std::get_if<LoadError>(&result)) {
+      if (options.on_not_a_trace && left_out_of_directory(input, failure->not_a_trace)) {
+        options.on_not_a_trace(failure->message);
+        ++left_out;
+        continue;
+      }
+      return std::move(*failure);
+    }
+    Timeline timeline = std::move(std::get<Timeline>(result));
+    if (!timeline.rank) timeline.rank = rank_from_file_name(std::filesystem::path(input.path).filename().string());
+    if (!timeline.rank && input.in_directory) timeline.rank = loaded_from[input.named];
+    ++loaded_from[input.named];
+    timelines.push_back(std::move(timeline));
+    if (options.on_file_loaded) options.on_file_loaded(i + 1, inputs.size(), timelines.back().stats.bytes);
+  }
+  if (timelines.empty()) return no_trace_left(left_out);
   std::stable_sort(timelines.begin(), timelines.end(), [](const Timeline& a, const Timeline& b) {
     return a.rank.value_or(INT32_MAX) < b.rank.value_or(INT32_MAX);
   });

@@ -150,10 +150,6 @@ std::variant<RankDigest, DigestError> read_digest(const std::string& path);
 // ---------------------------------------------------------------------------------------------------
 // Which traces form a job
 
-// Trace files below `path` (a file is returned as is; directories are searched recursively, which covers
-// TensorBoard's logdir/run/*.pt.trace.json[.gz]); sorted. Empty with `error` set when nothing is found.
-std::vector<std::string> find_trace_files(const std::string& path, std::string& error);
-
 struct JobGroup {
   std::vector<size_t> members;  // indices into the digests, sorted by rank
   std::string name;             // the run's directory

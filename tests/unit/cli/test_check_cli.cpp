@@ -460,7 +460,7 @@ TEST_CASE("check: other JSON files in a directory (hparams, configs) are skipped
   // `summary` reads directories the same way (its rank is the first, not the second of the directory's files).
   Run summary = ptadvise_cli("summary '" + dir.file("run") + "'", dir.path());
   CHECK(summary.exit_code == 0);
-  CHECK(count(summary.err, "is not a PyTorch profiler trace; skipped") == 1);  // not recursive
+  CHECK(count(summary.err, "is not a PyTorch profiler trace; skipped") == 2);  // below it too, as check
   CHECK(summary.out.find("(rank 0)") != std::string::npos);
   // Named on its own, another JSON document is an error; a directory of nothing else is one too.
   Run named = ptadvise_cli(check(dir) + "'" + dir.file("run/hparams.json") + "'", dir.path());
@@ -471,6 +471,7 @@ TEST_CASE("check: other JSON files in a directory (hparams, configs) are skipped
   CHECK(only_other.err.find("no PyTorch profiler trace among the 1 JSON file found") != std::string::npos);
   Run summary_other = ptadvise_cli("summary '" + dir.file("run/eval") + "'", dir.path());
   CHECK(summary_other.exit_code == 2);
+  CHECK(summary_other.err.find("no PyTorch profiler trace among the 1 JSON file found") != std::string::npos);
   // A broken trace in a directory still stops the check: only other documents are skipped.
   dir.write("run/worker1.pt.trace.json", "{\"traceEvents\": [{\"name\": \"aten::mm\", \"ph\": \"X\", \"ts\": ");
   Run broken = ptadvise_cli(check(dir) + "'" + dir.file("run") + "'", dir.path());

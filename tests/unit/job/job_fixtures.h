@@ -31,11 +31,9 @@ inline RankDigest digest_of(const std::string& path) {
 // The digests of the trace files found below each input, in order.
 inline std::vector<RankDigest> digests_of(const std::vector<std::string>& inputs) {
   std::vector<RankDigest> digests;
-  for (const auto& input : inputs) {
-    std::string error;
-    for (const auto& file : find_trace_files(input, error)) digests.push_back(digest_of(file));
-    if (!error.empty()) FAIL(error);
-  }
+  auto listed = list_trace_inputs(inputs);
+  if (auto* error = std::get_if<LoadError>(&listed)) FAIL(error->message);
+  for (const auto& input : std::get<std::vector<TraceInput>>(listed)) digests.push_back(digest_of(input.path));
   return digests;
 }
 

@@ -303,15 +303,14 @@ TEST_CASE("job: which traces form a job") {
 }
 
 TEST_CASE("job: directories are searched recursively (TensorBoard's logdir/run/ layout)") {
-  std::string error;
-  auto files = ptadvise::find_trace_files(PTADVISE_SOURCE_DIR "/rules.d/job/slow-collective.tests", error);
-  CHECK(error.empty());
+  auto listed = ptadvise::list_trace_inputs({PTADVISE_SOURCE_DIR "/rules.d/job/slow-collective.tests"});
+  REQUIRE(std::holds_alternative<std::vector<ptadvise::TraceInput>>(listed));
+  const auto& files = std::get<std::vector<ptadvise::TraceInput>>(listed);
   CHECK(files.size() == 4);  // fire/rank-0, fire/rank-1, quiet/rank-0, quiet/rank-1
-  ptadvise::find_trace_files(PTADVISE_SOURCE_DIR "/rules.d/job", error);
-  CHECK(error.empty());
-  std::string none;
-  CHECK(ptadvise::find_trace_files(PTADVISE_SOURCE_DIR "/job/include", none).empty());
-  CHECK(none.find("no trace files") != std::string::npos);
+  for (const auto& file : files) CHECK(file.in_directory);
+  auto none = ptadvise::list_trace_inputs({PTADVISE_SOURCE_DIR "/job/include"});
+  REQUIRE(std::holds_alternative<ptadvise::LoadError>(none));
+  CHECK(std::get<ptadvise::LoadError>(none).message.find("no trace files") != std::string::npos);
 }
 
 TEST_CASE("job rules: documented, with firing and quiet fixtures, in rules.d/job") {

@@ -62,7 +62,7 @@ TEST_CASE("loader: bad input gives one-line errors naming the file and the posit
   auto empty_dir = ptadvise::load_traces({dir.path.string()});
   REQUIRE(std::holds_alternative<LoadError>(empty_dir));
   CHECK(std::get<LoadError>(empty_dir).message ==
-        dir.path.string() + ": no trace files (*.json, *.json.gz) in this directory");
+        dir.path.string() + ": no trace files (*.json, *.json.gz) in this directory or below");
   std::string empty_file = dir.write("empty.json", "");
   auto empty = ptadvise::load_trace_file(empty_file);
   REQUIRE(std::holds_alternative<LoadError>(empty));
@@ -206,6 +206,46 @@ TEST_CASE("loader: directories load one timeline per file, ranked by distributed
   CHECK(timelines[2].path == (dir.path / "worker.json").string());
   CHECK(timelines[3].rank == 2);
   CHECK(timelines[3].path == (dir.path / "zzz.json").string());
+}
+
+TEST_CASE("loader: every command sees the same files of a directory: below it too, other JSON left out") {
+  // TensorBoard's logdir/<run>/ layout: load_traces (summary, report, whatif, diff) lists as check does.
+  TempDir dir;
+  TraceBuilder plain;
+  plain.cpu_op("b", 1, 1);
+  std::filesystem::create_directories(dir.path / "run_a");
+  dir.write("run_a/host_1.pt.trace.json", plain.json());
+  dir.write("run_a/host_2.pt.trace.json", plain.json());
+  dir.write("hparams.json", "{\"lr\": 0.1}");
+  auto listed = ptadvise::list_trace_inputs({dir.path.string()});
+  REQUIRE(std::holds_alternative<std::vector<ptadvise::TraceInput>>(listed));
+  CHECK(std::get<std::vector<ptadvise::TraceInput>>(listed).size() == 3);
+
+  std::vector<std::string> left_out;
+  ptadvise::LoadOptions options;
+  options.on_not_a_trace = [&](const std::string& message) { left_out.push_back(message); };
+  auto result = ptadvise::load_traces({dir.path.string()}, options);
+  REQUIRE(std::holds_alternative<std::vector<Timeline>>(result));
+  const auto& timelines = std::get<std::vector<Timeline>>(result);
+  REQUIRE(timelines.size() == 2);
+  CHECK(timelines[0].rank == 0);  // no rank anywhere: the order of the loaded files of the directory
+  CHECK(timelines[1].rank == 1);
+  CHECK(timelines[1].path == (dir.path / "run_a" / "host_2.pt.trace.json").string());
+  REQUIRE(left_out.size() == 1);
+  CHECK(left_out[0].find("hparams.json") != std::string::npos);
+
+  // Named on its own, the same document is an error; without the callback too.
+  auto named = ptadvise::load_traces({(dir.path / "hparams.json").string()}, options);
+  CHECK(std::holds_alternative<ptadvise::LoadError>(named));
+  CHECK(std::holds_alternative<ptadvise::LoadError>(ptadvise::load_traces({dir.path.string()})));
+
+  // Nothing left once the other documents are out: an error, not an empty result.
+  TempDir only_other;
+  only_other.write("a.json", "{\"lr\": 0.1}");
+  only_other.write("b.json", "{\"epochs\": 3}");
+  auto nothing = ptadvise::load_traces({only_other.path.string()}, options);
+  REQUIRE(std::holds_alternative<ptadvise::LoadError>(nothing));
+  CHECK(std::get<ptadvise::LoadError>(nothing).message == "no PyTorch profiler trace among the 2 JSON files found");
 }
 
 TEST_CASE("loader: traces larger than one parse window, minified or with one huge event") {

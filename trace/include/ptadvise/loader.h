@@ -29,7 +29,7 @@ struct LoadOptions {
   // dropped while the events are read, so the file's bytes need not stay in memory. nullptr keeps every
   // args object as a view of the file's bytes, which then live as long as the timeline.
   std::shared_ptr<const ArgKeySet> arg_keys;
-  // Called by load_traces after each file: (files loaded, files in this path, uncompressed bytes of the
+  // Called by load_traces after each file: (files loaded, files to load in all, uncompressed bytes of the
   // file), for progress displays.
   std::function<void(size_t, size_t, uint64_t)> on_file_loaded;
   // Called while the event list of a file is parsed, about once per MiB: (bytes parsed, bytes in the file
@@ -54,9 +54,29 @@ std::optional<int> rank_from_file_name(const std::string& name);
 // (directories it may not read are skipped), sorted; `error` is set when it cannot be listed.
 std::vector<std::string> trace_files_in(const std::string& directory, bool recursive, std::error_code& error);
 
-// A path may be a file or a directory of per-rank traces (*.json, *.json.gz). Ranks are taken from
-// distributedInfo.rank, else from the file name (rank-N / rank_N / rankN), else from file order;
-// the result is sorted by rank.
+// One file a command reads: a path the user named, or a trace file found below a directory the user named.
+struct TraceInput {
+  std::string path;
+  size_t named = 0;           // which of the paths given it comes from
+  bool in_directory = false;  // found in a directory, not named on its own
+};
+
+// The files of the paths a command was given, in order: a file stays as named ("-" too); a directory gives
+// the trace files below it, recursively (TensorBoard writes logdir/<run>/<host>_<pid>.<time>.pt.trace.json),
+// sorted. A directory that cannot be listed or holds no trace file is an error.
+std::variant<std::vector<TraceInput>, LoadError> list_trace_inputs(const std::vector<std::string>& paths);
+
+// Whether a file that failed to load is left out, with a warning, instead of failing the command: another
+// JSON document (LoadError::not_a_trace: hparams, metrics) that was found in a run directory. A file named
+// on its own, or a broken trace anywhere, is an error.
+bool left_out_of_directory(const TraceInput& input, bool not_a_trace);
+
+// The error when every file found was left out (left_out_of_directory): there is nothing to check.
+LoadError no_trace_left(size_t left_out);
+
+// Loads the files of list_trace_inputs(paths). Ranks are taken from distributedInfo.rank, else from the
+// file name (rank-N / rank_N / rankN), else from the file's order in its directory; the result is sorted
+// by rank. Files left out (left_out_of_directory) go to LoadOptions::on_not_a_trace, or fail without it.
 std::variant<std::vector<Timeline>, LoadError> load_traces(const std::vector<std::string>& paths,
                                                            const LoadOptions& options = {});
 
