@@ -88,7 +88,8 @@ size_t count_between(const Events& events, const std::vector<EventIndex>& items,
 }
 
 // Picks the anchor: a start anchor (data-loader fetch, zero_grad) when each iteration it opens holds
-// exactly one optimizer step (or there is none), else the optimizer step, else a covering user range.
+// exactly one optimizer step and none comes before it (or there is none), else the optimizer step, else a
+// covering user range.
 Cut choose_cut(const Timeline& timeline, const std::vector<Occurrences>& found) {
   const Events& events = timeline.events;
   const Occurrences* closing = nullptr;
@@ -104,6 +105,9 @@ Cut choose_cut(const Timeline& timeline, const std::vector<Occurrences>& found) 
       if ((o.classes & kIterationStart) == 0 || o.events.size() < 2) continue;
       if (wanted != 0 && (o.classes & wanted) == 0) continue;
       if (wanted == 0 && (o.classes & kDataLoader) != 0) continue;
+      // An optimizer step before the anchor's first occurrence: the loop ends with the anchor
+      // (`opt.step(); opt.zero_grad()`), which then closes iterations rather than opening them.
+      if (closing && events.ts_ns[closing->events.front()] < events.ts_ns[o.events.front()]) continue;
       bool one_step_each = true;
       if (closing) {
         for (size_t k = 0; k + 1 < o.events.size() && one_step_each; ++k) {

@@ -237,6 +237,32 @@ TEST_CASE("steps: with Python frames around every op (with_stack), iterations st
   CHECK(ranges_analysis.step_note.find("each is one `train_batch` range") != std::string::npos);
 }
 
+TEST_CASE("steps: a loop ending with zero_grad is cut by its optimizer steps, not at its zero_grads") {
+  // `loss.backward(); opt.step(); opt.zero_grad()`: the first zero_grad follows the first step. Cut at the
+  // zero_grads, the first iteration was lost and the last held only the trailing zero_grad.
+  TraceBuilder trace(Era::Kineto2023);
+  for (int k = 0; k < 4; ++k) {
+    double t = 1000.0 * k;
+    trace.cpu_op("aten::linear", t, 100);
+    trace.launch("fwd_gemm", t + 10, 5, t + 20, 50);
+    trace.annotation("Optimizer.step#SGD.step", t + 600, 50);
+    trace.annotation("Optimizer.zero_grad#SGD.zero_grad", t + 660, 10);
+  }
+  Timeline timeline = trace.load();
+  Analysis analysis = analyze(timeline);
+  Clock clock(timeline, find_event(timeline, "aten::linear"), 0);
+  REQUIRE(analysis.steps.size() == 4);
+  CHECK(analysis.step_note == "no ProfilerStep markers; 4 iterations on thread 1: each ends with "
+                              "`Optimizer.step#SGD.step`");
+  CHECK(analysis.steps[0].start_ns == clock.at(0));
+  CHECK(analysis.steps[0].end_ns == clock.at(650));
+  CHECK(analysis.steps[1].start_ns == clock.at(650));
+  CHECK(analysis.steps[3].end_ns == clock.at(3650));
+  CHECK(analysis.step_of(find_event(timeline, "fwd_gemm", 0)) == 0);
+  CHECK(analysis.step_of(find_event(timeline, "fwd_gemm", 3)) == 3);
+  CHECK(analysis.steady_step_count() == 4);
+}
+
 TEST_CASE("steps: without markers or a loader, iterations end with each optimizer step") {
   TraceBuilder trace(Era::Kineto2023);
   for (int k = 0; k < 3; ++k) {
