@@ -35,10 +35,21 @@ bool nested_in_anchor(const Timeline& timeline, const NameClasses& names, EventI
   return false;
 }
 
+// Whether event `i` is a user's range: a `user_annotation`, or in a trace that writes ranges like ops (the
+// legacy profiler: no category; Kineto's first versions: "Operator") an event whose name has no namespace:
+// operators are `ns::name` (aten::, prim::, c10d::, a custom library's); a range, a TorchScript method
+// call are not.
+bool is_range(const Timeline& timeline, EventIndex i) {
+  const Events& events = timeline.events;
+  if (events.kind[i] == EventKind::UserAnnotation) return true;
+  return events.kind[i] == EventKind::CpuOp && timeline.strings.view(events.category[i]) != "cpu_op" &&
+         timeline.strings.view(events.name[i]).find("::") == std::string_view::npos;
+}
+
 // A user's range repeating at the top of the thread (or directly under a step marker).
 bool is_top_level_range(const Timeline& timeline, const NameClasses& names, EventIndex i) {
   const Events& events = timeline.events;
-  if (events.kind[i] != EventKind::UserAnnotation) return false;
+  if (!is_range(timeline, i)) return false;
   if ((names.by_name[events.name[i]] & (kAnchor | kStepMarker | kDataLoader)) != 0) return false;
   EventIndex p = enclosing_op_or_annotation(events, i);
   return p == kNone || (names.by_name[events.name[p]] & kStepMarker) != 0;
@@ -70,8 +81,8 @@ std::vector<Occurrences> collect(const Timeline& timeline, const NameClasses& na
 struct Cut {
   enum class How { None, AtStarts, AfterEnds, Ranges } how = How::None;
   const Occurrences* anchor = nullptr;
-  const Occurrences* closing = nullptr;  // the optimizer step that confirms a start anchor, when any
-  size_t iterations() const { return anchor ? anchor->events.size() : 0; }
+  const Occurrences* closing = nullptr;  // the optimizer step that confirms a start anchor or range, when any
+  size_t closing_per_iteration = 0;      // how many of it each iteration holds (two optimizers: a GAN)
 };
 
 // The first of `items` (in start order, as collected from one thread) starting at or after `from`.
@@ -87,56 +98,88 @@ size_t count_between(const Events& events, const std::vector<EventIndex>& items,
   return static_cast<size_t>(end - first);
 }
 
-// Picks the anchor: a start anchor (data-loader fetch, zero_grad) when each iteration it opens holds
-// exactly one optimizer step and none comes before it (or there is none), else the optimizer step, else a
+// Whether the occurrences of `o` are disjoint, and how much of their extent they cover.
+bool disjoint_covering(const Events& events, const Occurrences& o, double coverage) {
+  int64_t covered = 0, previous_end = std::numeric_limits<int64_t>::min();
+  for (EventIndex e : o.events) {
+    if (events.ts_ns[e] < previous_end) return false;
+    previous_end = events.end_ns(e);
+    covered += events.dur_ns[e];
+  }
+  const int64_t extent = events.end_ns(o.events.back()) - events.ts_ns[o.events.front()];
+  return extent > 0 && static_cast<double>(covered) >= coverage * static_cast<double>(extent);
+}
+
+// Picks the anchor (docs/ANALYSIS.md, "Steps"): a data-loader fetch, then a user range holding optimizer
+// steps, then zero_grad — each when every iteration it opens holds the same number (>= 1) of optimizer
+// steps and none comes before it (or there is no optimizer step) — else the optimizer step, else a
 // covering user range.
 Cut choose_cut(const Timeline& timeline, const std::vector<Occurrences>& found) {
   const Events& events = timeline.events;
   const Occurrences* closing = nullptr;
   for (const Occurrences& o : found) {
-    if ((o.classes & kIterationEnd) != 0 && o.events.size() >= 2 &&
-        (!closing || o.events.size() > closing->events.size())) {
-      closing = &o;
-    }
+    if ((o.classes & kIterationEnd) != 0 && (!closing || o.events.size() > closing->events.size())) closing = &o;
   }
-  // Data-loader fetches first (an iteration starts with its batch), then zero_grad.
-  for (uint16_t wanted : {static_cast<uint16_t>(kDataLoader), static_cast<uint16_t>(0)}) {
+  // How many optimizer steps each stretch [starts[k], ends(k)) holds when all hold the same number n >= 1
+  // and none lies before the first, else 0. Without an optimizer step, 1: nothing to contradict.
+  auto steps_each = [&](const std::vector<EventIndex>& starts, auto&& end_of) -> size_t {
+    if (!closing) return 1;
+    // An optimizer step before the first start: the loop ends with this anchor (`opt.step();
+    // opt.zero_grad()`), which then closes iterations rather than opening them.
+    if (events.ts_ns[closing->events.front()] < events.ts_ns[starts.front()]) return 0;
+    size_t per = 0;
+    for (size_t k = 0; k < starts.size(); ++k) {
+      const int64_t end = end_of(k);
+      if (end == std::numeric_limits<int64_t>::min()) continue;  // the last start: open-ended
+      const size_t held = count_between(events, closing->events, events.ts_ns[starts[k]], end);
+      if (held == 0 || (per != 0 && held != per)) return 0;
+      per = held;
+    }
+    return per;
+  };
+  auto next_start = [&](const std::vector<EventIndex>& starts) {
+    return [&starts, &events](size_t k) {
+      return k + 1 < starts.size() ? events.ts_ns[starts[k + 1]] : std::numeric_limits<int64_t>::min();
+    };
+  };
+  auto start_anchor = [&](bool loader) -> Cut {
     for (const Occurrences& o : found) {
       if ((o.classes & kIterationStart) == 0 || o.events.size() < 2) continue;
-      if (wanted != 0 && (o.classes & wanted) == 0) continue;
-      if (wanted == 0 && (o.classes & kDataLoader) != 0) continue;
-      // An optimizer step before the anchor's first occurrence: the loop ends with the anchor
-      // (`opt.step(); opt.zero_grad()`), which then closes iterations rather than opening them.
-      if (closing && events.ts_ns[closing->events.front()] < events.ts_ns[o.events.front()]) continue;
-      bool one_step_each = true;
-      if (closing) {
-        for (size_t k = 0; k + 1 < o.events.size() && one_step_each; ++k) {
-          one_step_each = count_between(events, closing->events, events.ts_ns[o.events[k]],
-                                        events.ts_ns[o.events[k + 1]]) == 1;
-        }
+      if (((o.classes & kDataLoader) != 0) != loader) continue;
+      if (const size_t per = steps_each(o.events, next_start(o.events)); per > 0) {
+        return {Cut::How::AtStarts, &o, closing, closing ? per : 0};
       }
-      if (one_step_each) return {Cut::How::AtStarts, &o, closing};
+    }
+    return {};
+  };
+  // Data-loader fetches first: an iteration starts with its batch.
+  if (Cut cut = start_anchor(true); cut.how != Cut::How::None) return cut;
+  // A range of the user's around each iteration, holding its optimizer steps, says where iterations are
+  // better than a zero_grad somewhere inside them.
+  if (closing) {
+    for (const Occurrences& o : found) {
+      if ((o.classes & kAnchor) != 0 || o.events.size() < 2 || !disjoint_covering(events, o, 0.0)) continue;
+      const size_t per = steps_each(o.events, [&](size_t k) { return events.end_ns(o.events[k]); });
+      if (per > 0) return {Cut::How::Ranges, &o, closing, per};
     }
   }
-  if (closing) return {Cut::How::AfterEnds, closing, nullptr};
+  if (Cut cut = start_anchor(false); cut.how != Cut::How::None) return cut;
+  if (closing && closing->events.size() >= 2) return {Cut::How::AfterEnds, closing, nullptr};
   const Occurrences* best = nullptr;
   for (const Occurrences& o : found) {
-    if ((o.classes & kAnchor) != 0 || o.events.size() < 2) continue;
-    int64_t covered = 0, previous_end = std::numeric_limits<int64_t>::min();
-    bool disjoint = true;
-    for (EventIndex e : o.events) {
-      disjoint = disjoint && events.ts_ns[e] >= previous_end;
-      previous_end = events.end_ns(e);
-      covered += events.dur_ns[e];
-    }
-    int64_t extent = events.end_ns(o.events.back()) - events.ts_ns[o.events.front()];
-    if (!disjoint || extent <= 0 || static_cast<double>(covered) < kRangeCoverage * static_cast<double>(extent)) {
-      continue;
-    }
+    if ((o.classes & kAnchor) != 0 || o.events.size() < 2 || !disjoint_covering(events, o, kRangeCoverage)) continue;
     if (!best || o.events.size() > best->events.size()) best = &o;
   }
   if (best) return {Cut::How::Ranges, best, nullptr};
   return {};
+}
+
+// The `n`-th (1-based) of `items` starting at or after `from`, or items.end().
+std::vector<EventIndex>::const_iterator nth_from(const Events& events, const std::vector<EventIndex>& items,
+                                                int64_t from, size_t n) {
+  const auto first = first_from(events, items, from);
+  if (n == 0 || static_cast<size_t>(items.end() - first) < n) return items.end();
+  return first + static_cast<std::ptrdiff_t>(n - 1);
 }
 
 // Iteration intervals inside [from, to) of the thread. `from`/`to` bound the first and last iteration
@@ -149,9 +192,12 @@ std::vector<Interval> cut_iterations(const Events& events, const Cut& cut, int64
       for (size_t k = 0; k < at.size(); ++k) {
         int64_t start = events.ts_ns[at[k]];
         int64_t end = k + 1 < at.size() ? events.ts_ns[at[k + 1]] : to;
-        // The last iteration ends with its optimizer step when one follows; else at the stretch's end.
+        // The last iteration ends with its (last) optimizer step when one follows; else at the stretch's
+        // end. An anchor after the last optimizer step opens no iteration: the fetch that found the loader
+        // empty, a zero_grad after the loop.
         if (k + 1 == at.size() && cut.closing) {
-          const auto closing = first_from(events, cut.closing->events, start);
+          if (first_from(events, cut.closing->events, start) == cut.closing->events.end()) break;
+          const auto closing = nth_from(events, cut.closing->events, start, cut.closing_per_iteration);
           if (closing != cut.closing->events.end()) end = std::min(to, events.end_ns(*closing));
         }
         out.push_back({start, std::max(start, end)});
@@ -173,16 +219,23 @@ std::vector<Interval> cut_iterations(const Events& events, const Cut& cut, int64
   return out;
 }
 
+// " and holds one `Optimizer.step#…`" (or N of them), when optimizer steps confirm the cut.
+std::string holds(const Timeline& timeline, const Cut& cut) {
+  if (!cut.closing || cut.closing_per_iteration == 0) return {};
+  const size_t n = cut.closing_per_iteration;
+  return " and holds " + (n == 1 ? std::string("one") : std::to_string(n)) + " `" +
+         shorten(timeline.strings.view(cut.closing->name), 60) + "`";
+}
+
 std::string describe(const Timeline& timeline, const Cut& cut) {
   std::string name = "`" + shorten(timeline.strings.view(cut.anchor->name), 70) + "`";
   switch (cut.how) {
     case Cut::How::AtStarts:
-      return "each starts at " + name +
-             (cut.closing ? " and holds one `" + shorten(timeline.strings.view(cut.closing->name), 60) + "`" : "");
+      return "each starts at " + name + holds(timeline, cut);
     case Cut::How::AfterEnds:
       return "each ends with " + name;
     case Cut::How::Ranges:
-      return "each is one " + name + " range";
+      return "each is one " + name + " range" + holds(timeline, cut);
     case Cut::How::None:
       break;
   }
@@ -245,7 +298,8 @@ bool find_annotation_steps(const Timeline& timeline, const NameClasses& names, A
       // one ends. (After-end anchors end every iteration alike, the last one too.)
       if (cut.how == Cut::How::Ranges) step.anchor_end_ns = cuts[k].end_ns;
       if (cut.how == Cut::How::AtStarts && cut.closing != nullptr) {
-        const auto closing = first_from(events, cut.closing->events, cuts[k].start_ns);
+        const auto closing =
+            nth_from(events, cut.closing->events, cuts[k].start_ns, std::max<size_t>(1, cut.closing_per_iteration));
         const bool last = k + 1 == cuts.size();  // it ends with its optimizer step's end
         if (closing != cut.closing->events.end() && (last || events.ts_ns[*closing] < cuts[k].end_ns)) {
           step.anchor_end_ns = events.end_ns(*closing);
@@ -274,9 +328,10 @@ void split_marker_steps(const Timeline& timeline, const NameClasses& names, Anal
     std::vector<Occurrences> found = collect(timeline, names, analysis.main_track, step.start_ns, step.end_ns);
     Cut cut = choose_cut(timeline, found);
     if (cut.how == Cut::How::None || cut.how == Cut::How::Ranges) return;
-    if (per_step == 0) per_step = cut.iterations();
-    if (cut.iterations() != per_step) return;
     std::vector<Interval> cuts = cut_iterations(events, cut, step.start_ns, step.end_ns);
+    if (cuts.empty()) return;
+    if (per_step == 0) per_step = cuts.size();
+    if (cuts.size() != per_step) return;
     // The first iteration opens with the step, the last closes with it.
     cuts.front().start_ns = step.start_ns;
     cuts.back().end_ns = step.end_ns;
@@ -379,8 +434,10 @@ void measure_periods(const Timeline& timeline, const NameClasses& names, Analysi
     std::sort(others.begin(), others.end());
     bool others_have_gpu = false;
     for (size_t k = 0; k + 1 < n; ++k) others_have_gpu = others_have_gpu || steps[k].gpu_start_ns >= 0;
-    // One other step is no norm to compare with, unless the last step lacks the GPU work it has.
-    bool comparable = others.size() >= 2 || (others_have_gpu && steps.back().gpu_start_ns < 0);
+    // One other step is no norm to compare with, unless the last step lacks the GPU work it has, or is a
+    // stub of it: a tenth of its events in a tenth of its time (a ProfilerStep opened just before the stop).
+    const bool stub = 10 * events_per_step.back() < others.front() && 10 * steps.back().period_ns < steps.front().period_ns;
+    bool comparable = others.size() >= 2 || (others_have_gpu && steps.back().gpu_start_ns < 0) || stub;
     if (comparable && 2 * events_per_step.back() < others[others.size() / 2]) {
       steps.back().partial = true;
       analysis.partial_note = "the last step holds less than half the events of the others (as when profiling "
@@ -441,12 +498,21 @@ void measure_periods(const Timeline& timeline, const NameClasses& names, Analysi
     }
     double ref = median(later_periods);
     double ratio = ref > 0 ? static_cast<double>(steps[k].period_ns) / ref : 0.0;
+    // A step nearly as long (3/4 of it) again after the loop has run at the steady pace says such lengths
+    // are part of the steady state (a data loader falling behind now and then), not a warm-up: length
+    // alone does not count then. (A warm-up that fades over several steps has no steady step before them.)
+    bool alone_in_length = true;
+    bool steady_seen = false;
+    for (int64_t later : later_periods) {
+      if (steady_seen && 4 * later >= 3 * steps[k].period_ns) alone_in_length = false;
+      steady_seen = steady_seen || static_cast<double>(later) < kWarmupRatio * ref;
+    }
     bool extra_work = static_cast<double>(one_off[k]) > median(later_one_off);
     // Length alone needs a steady state to compare with (two later steps at least), and the same GPU work:
     // a first step that launches far more kernels is longer because it does more (a prologue before the
     // repeating sequence, another phase), not because it warms up. One-off work is evidence of its own.
     bool same_work = static_cast<double>(kernels[k]) <= kWarmupRatio * median(later_kernels);
-    bool far_longer = ratio >= kWarmupRatio && later_periods.size() >= 2 && same_work;
+    bool far_longer = ratio >= kWarmupRatio && later_periods.size() >= 2 && same_work && alone_in_length;
     if (far_longer || (extra_work && ratio >= kWarmupRatioWithOneOffWork)) {
       steps[k].warmup = true;
       warm = k + 1;

@@ -49,7 +49,7 @@ const Expected kExpected[] = {
      3874.000000, 51.388745},
     {"HTA__tests__data__mtia_inference_trace__mtia_inference_rank_0.json.gz",
      "no markers: iterations from a repeating user range (the last range, without the gap after it, left out)",
-     12, "annotations", 10, 24.951375, 24.675086, 0.000000, 0.000000, 0.000000},
+     12, "annotations", 11, 26.208482, 26.108574, 0.000000, 0.000000, 0.000000},
     {"HTA__tests__data__nccl_parser_config__nccl_data.json.gz",
      "NCCL communication kernels on side streams", 3, "ProfilerStep", 3, 222.408653, 222.503285, 23.605199,
      900.000000, 42.925926},

@@ -1,0 +1,200 @@
+// Steps of training loops written in the ways people write them, without ProfilerStep markers or with
+// markers that are not one per iteration: two optimizers, gradient accumulation, a zero_grad inside the
+// user's own range, ranges in traces that write them like ops, a stub last step, a recurring long step.
+#include <doctest/doctest.h>
+
+#include <string>
+
+#include "ptadvise/analysis.h"
+#include "test_analysis_helpers.h"
+#include "trace_builder.h"
+
+using namespace ptadvise;
+using namespace ptadvise::testing;
+
+namespace {
+
+constexpr const char* kLoader = "enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__";
+
+}  // namespace
+
+TEST_CASE("steps: a loop with two optimizers (a GAN) is one iteration per batch, not per optimizer step") {
+  // Per batch: fetch, then the discriminator's and the generator's zero_grad ... step, both Adam.
+  TraceBuilder trace(Era::Kineto2023);
+  for (int k = 0; k < 4; ++k) {
+    const double t = 1000.0 * k;
+    trace.annotation(kLoader, t, 50);
+    for (int net = 0; net < 2; ++net) {
+      const double at = t + 100 + 400 * net;
+      trace.annotation("Optimizer.zero_grad#Adam.zero_grad", at, 10);
+      trace.cpu_op("aten::mm", at + 20, 200);
+      trace.annotation("Optimizer.step#Adam.step", at + 250, 50);
+    }
+  }
+  trace.annotation(kLoader, 4000, 20);  // the fetch that finds the loader empty
+  Timeline timeline = trace.load();
+  Analysis analysis = analyze(timeline);
+  Clock clock(timeline, find_event(timeline, kLoader), 0);
+  REQUIRE(analysis.steps.size() == 4);
+  CHECK(analysis.step_note == "no ProfilerStep markers; 4 iterations on thread 1: each starts at `" +
+                                  std::string(kLoader) + "` and holds 2 `Optimizer.step#Adam.step`");
+  CHECK(analysis.steps[0].end_ns == clock.at(1000));
+  CHECK(analysis.steps[0].anchor_end_ns == clock.at(800));  // the second optimizer step's end
+  CHECK(analysis.steps[3].end_ns == clock.at(4000));        // up to the fetch that ends the loop
+  CHECK(analysis.steps[1].period_ns == us(1000));
+}
+
+TEST_CASE("steps: an anchor after the last optimizer step opens no iteration") {
+  // `for batch in loader: zero_grad ... step`: the fetch after the last batch raises StopIteration.
+  TraceBuilder trace(Era::Kineto2023);
+  for (int k = 0; k < 3; ++k) {
+    const double t = 1000.0 * k;
+    trace.annotation(kLoader, t, 50);
+    trace.annotation("Optimizer.zero_grad#SGD.zero_grad", t + 100, 10);
+    trace.cpu_op("aten::mm", t + 120, 500);
+    trace.annotation("Optimizer.step#SGD.step", t + 700, 50);
+  }
+  trace.annotation(kLoader, 3000, 30);
+  Timeline timeline = trace.load();
+  Analysis analysis = analyze(timeline);
+  REQUIRE(analysis.steps.size() == 3);
+  CHECK(analysis.step_note.find("3 iterations on thread 1") != std::string::npos);
+}
+
+TEST_CASE("steps: ProfilerSteps of gradient accumulation (one optimizer step, four batches) stay whole") {
+  // prof.step() after each optimizer step; four fetches per step. Split into its fetches, a step became four
+  // micro-batches; only iterations that each hold an optimizer step are iterations.
+  TraceBuilder trace(Era::Kineto2023);
+  for (int s = 0; s < 3; ++s) {
+    const double t = 4000.0 * s;
+    trace.annotation("ProfilerStep#" + std::to_string(s + 1), t, 4000);
+    for (int micro = 0; micro < 4; ++micro) {
+      trace.annotation(kLoader, t + 1000 * micro, 50);
+      trace.cpu_op("aten::mm", t + 1000 * micro + 100, 500);
+    }
+    trace.annotation("Optimizer.step#SGD.step", t + 3700, 100);
+    trace.annotation("Optimizer.zero_grad#SGD.zero_grad", t + 3850, 10);
+  }
+  Timeline timeline = trace.load();
+  Analysis analysis = analyze(timeline);
+  REQUIRE(analysis.steps.size() == 3);
+  CHECK(analysis.step_note == "3 ProfilerStep markers on thread 1");
+  CHECK(analysis.steps[1].period_ns == us(4000));
+  // Without markers the same loop is cut by its optimizer steps: one iteration per four batches.
+  TraceBuilder bare(Era::Kineto2023);
+  for (int s = 0; s < 3; ++s) {
+    const double t = 4000.0 * s;
+    for (int micro = 0; micro < 4; ++micro) {
+      bare.annotation(kLoader, t + 1000 * micro, 50);
+      bare.cpu_op("aten::mm", t + 1000 * micro + 100, 500);
+    }
+    bare.annotation("Optimizer.step#SGD.step", t + 3700, 100);
+    bare.annotation("Optimizer.zero_grad#SGD.zero_grad", t + 3850, 10);
+  }
+  Timeline bare_timeline = bare.load();
+  Analysis bare_analysis = analyze(bare_timeline);
+  REQUIRE(bare_analysis.steps.size() == 3);
+  CHECK(bare_analysis.step_note.find("each ends with `Optimizer.step#SGD.step`") != std::string::npos);
+}
+
+TEST_CASE("steps: the user's range around each iteration wins over a zero_grad inside it") {
+  // record_function("train_step") > forward, "backward" (zero_grad inside), "optim" (the optimizer step).
+  TraceBuilder trace(Era::Kineto2023);
+  for (int k = 0; k < 4; ++k) {
+    const double t = 1000.0 * k;
+    trace.annotation("train_step", t, 900);
+    trace.annotation("forward", t + 10, 300);
+    trace.cpu_op("aten::mm", t + 20, 280);
+    trace.annotation("backward", t + 320, 400);
+    trace.annotation("Optimizer.zero_grad#RMSprop.zero_grad", t + 330, 10);
+    trace.cpu_op("aten::mm", t + 350, 350);
+    trace.annotation("optim", t + 730, 160);
+    trace.annotation("Optimizer.step#RMSprop.step", t + 740, 140);
+  }
+  Timeline timeline = trace.load();
+  Analysis analysis = analyze(timeline);
+  Clock clock(timeline, find_event(timeline, "train_step"), 0);
+  REQUIRE(analysis.steps.size() == 4);
+  CHECK(analysis.step_note == "no ProfilerStep markers; 4 iterations on thread 1: each is one `train_step` range "
+                              "and holds one `Optimizer.step#RMSprop.step`");
+  CHECK(analysis.steps[0].start_ns == clock.at(0));
+  CHECK(analysis.steps[0].end_ns == clock.at(900));
+  CHECK(analysis.step_of(find_event(timeline, "aten::mm", 0)) == 0);  // each forward in its own iteration
+  CHECK(analysis.step_of(find_event(timeline, "aten::mm", 6)) == 3);
+}
+
+TEST_CASE("steps: in traces that write ranges like ops, a top-level name without a namespace is a range") {
+  // The legacy profiler writes record_function ranges and TorchScript calls (`forward`) as ops without a
+  // category: 5 jit-traced forwards, nothing else repeating, are 5 iterations, not one whole window.
+  for (Era era : {Era::Legacy, Era::Kineto2020}) {
+    CAPTURE(static_cast<int>(era));
+    TraceBuilder trace(era);
+    for (int k = 0; k < 5; ++k) {
+      const double t = 1000.0 * k;
+      trace.cpu_op("forward", t, 900);
+      trace.cpu_op("aten::linear", t + 10, 800);
+      trace.cpu_op("aten::addmm", t + 20, 700);
+    }
+    Timeline timeline = trace.load();
+    Analysis analysis = analyze(timeline);
+    REQUIRE(analysis.steps.size() == 5);
+    CHECK(analysis.step_note == "no ProfilerStep markers; 5 iterations on thread 1: each is one `forward` range");
+  }
+  // An operator repeating at the top (aten::mm of a benchmark loop) is no range.
+  TraceBuilder ops(Era::Legacy);
+  for (int k = 0; k < 5; ++k) ops.cpu_op("aten::mm", 1000.0 * k, 900);
+  Timeline ops_timeline = ops.load();
+  CHECK(analyze(ops_timeline).step_source == StepSource::WholeWindow);
+}
+
+TEST_CASE("steps: a stub last ProfilerStep is left out even with only one step before it") {
+  // schedule(..., repeat=0): the profiler opens one more step just before it stops (14 us, one op).
+  TraceBuilder trace(Era::Kineto2023);
+  trace.annotation("ProfilerStep#6", 0, 18860);
+  for (int k = 0; k < 40; ++k) trace.cpu_op("aten::mm", 10 + 400.0 * k, 350);
+  trace.annotation("ProfilerStep#7", 18860, 14);
+  trace.cpu_op("aten::empty", 18862, 5);
+  Timeline timeline = trace.load();
+  Analysis analysis = analyze(timeline);
+  REQUIRE(analysis.steps.size() == 2);
+  CHECK(analysis.steps[1].partial);
+  CHECK(analysis.steady_step_count() == 1);
+  CHECK(analysis.step_period_ns() == doctest::Approx(us(18860)));
+  // A last step with a tenth of the events but most of the time is no stub: compared with one step, kept.
+  TraceBuilder slow(Era::Kineto2023);
+  slow.annotation("ProfilerStep#1", 0, 18860);
+  for (int k = 0; k < 40; ++k) slow.cpu_op("aten::mm", 10 + 400.0 * k, 350);
+  slow.annotation("ProfilerStep#2", 18860, 15000);
+  slow.cpu_op("aten::empty", 18862, 14000);
+  Timeline slow_timeline = slow.load();
+  CHECK(analyze(slow_timeline).steady_step_count() == 2);
+}
+
+TEST_CASE("steps: a long first step is no warm-up when as long a step comes back after steady ones") {
+  // A loader that falls behind now and then: 44, 9, 24, 5, 40 ms. The fifth, after steps at the steady
+  // pace, is 91% of the first: such lengths are the loop's, not a warm-up's.
+  auto loop = [](std::initializer_list<double> periods_ms) {
+    TraceBuilder trace(Era::Kineto2023);
+    double t = 0;
+    int s = 0;
+    for (double ms : periods_ms) {
+      trace.annotation("ProfilerStep#" + std::to_string(++s), t, ms * 1000);
+      trace.annotation(kLoader, t + 10, ms * 1000 - 3000);
+      trace.cpu_op("aten::mm", t + ms * 1000 - 2900, 2800);
+      t += ms * 1000;
+    }
+    trace.annotation("ProfilerStep#" + std::to_string(++s), t, 3000);  // so that the fifth is not the last
+    trace.annotation(kLoader, t + 10, 100);
+    trace.cpu_op("aten::mm", t + 200, 2700);
+    return trace;
+  };
+  TraceBuilder recurring = loop({44, 9, 24, 5, 40});
+  Timeline recurring_timeline = recurring.load();
+  Analysis recurring_analysis = analyze(recurring_timeline);
+  CHECK(recurring_analysis.warmup_step_count() == 0);
+  // A warm-up that fades (44, 20, 18, 5, 5): the long steps come before any steady one.
+  TraceBuilder fading = loop({44, 20, 18, 5, 5});
+  Timeline fading_timeline = fading.load();
+  Analysis fading_analysis = analyze(fading_timeline);
+  CHECK(fading_analysis.warmup_step_count() == 3);
+}
