@@ -158,10 +158,11 @@ void add_run_command(CLI::App& app) {
       ->check(CLI::IsMember({"cupti", "torch"}))
       ->capture_default_str();
   cmd->add_option("--skip-steps", options->skip_steps,
-                  "optimizer steps to leave out before recording (warm-up); Python programs only")
+                  "training steps to leave out before recording (warm-up); a step ends when every optimizer has "
+                  "stepped; Python programs only")
       ->capture_default_str();
   cmd->add_option("--steps", options->steps,
-                  "optimizer steps to record, 0 = all until exit; Python programs only")
+                  "training steps to record, 0 = all until exit; Python programs only")
       ->capture_default_str();
   // The check of the recorded traces takes the common options of `ptadvise check`.
   cmd->add_option("--format", options->check.format, "output format of the check (text, json, sarif, github, "

@@ -3,7 +3,7 @@
 Loaded by this directory's sitecustomize.py when `ptadvise run` starts a Python program. Nothing here
 runs until the program imports torch. Range names (docs/CAPTURE.md is the contract with the analysis):
 
-  ProfilerStep#N                                  one training step, ended by the N-th optimizer step
+  ProfilerStep#N                                  one training step, ended when every live optimizer stepped
   enumerate(DataLoader)#<IterClass>.__next__      waiting for the next batch
   ptadvise.sync <call> <file>:<line>              Tensor.item / .cpu / .tolist on a GPU tensor
 
@@ -15,6 +15,7 @@ how the shim is tested on machines without CUDA.
 import os
 import sys
 import threading
+import weakref
 
 _BACKEND = os.environ.get("PTADVISE_CAPTURE_BACKEND", "")
 _LOG_PATH = os.environ.get("PTADVISE_SHIM_LOG", "")
@@ -38,6 +39,8 @@ _step_range_open = False
 _recording_broken = []  # set when this process's torch recording failed (said once)
 _installed = False
 _display_paths = {}
+_optimizers = weakref.WeakSet()  # the program's live optimizers
+_stepped = set()  # ids of the optimizers that stepped in this iteration
 _cwd = os.getcwd()
 
 
@@ -134,27 +137,39 @@ def on_step_end():
     _open_step_range()
 
 
+def on_optimizer_step(optimizer):
+    """Called after each optimizer's step. An iteration ends when every live optimizer has stepped (a GAN's
+    discriminator and generator make one iteration, not two); when one steps again first, another live
+    optimizer does not step every iteration, and the iteration ends with this step."""
+    key = id(optimizer)
+    if key in _stepped:
+        _stepped.clear()
+        _stepped.add(key)  # where the next iteration's count starts: the steps keep one period
+        on_step_end()
+        return
+    _stepped.add(key)
+    try:
+        live = set(id(o) for o in _optimizers)
+    except Exception:  # an optimizer class whose instances cannot be weakly referenced or hashed
+        live = set()
+    if live <= _stepped:
+        _stepped.clear()
+        on_step_end()
+
+
 def _patch_optimizer(torch):
-    optimizer_module = sys.modules.get("torch.optim.optimizer")
-    register = getattr(optimizer_module, "register_optimizer_step_post_hook", None)
-    if register is not None:  # torch >= 2.0
-        register(lambda optimizer, args, kwargs: on_step_end())
-        return
     optimizer_class = torch.optim.Optimizer
-    if hasattr(optimizer_class, "_optimizer_step_code"):
-        # torch 1.x calls this empty hook right after every Optimizer.step (for the profiler).
-        original = optimizer_class._optimizer_step_code
-
-        def _optimizer_step_code(self):
-            original(self)
-            on_step_end()
-
-        optimizer_class._optimizer_step_code = _optimizer_step_code
-        return
     original_init = optimizer_class.__init__
+    wrap_step = False
 
     def __init__(self, *args, **kwargs):
         original_init(self, *args, **kwargs)
+        try:
+            _optimizers.add(self)
+        except TypeError:
+            pass
+        if not wrap_step:
+            return
         cls = type(self)
         step = cls.step
         if getattr(step, "_ptadvise_wrapped", False):
@@ -164,12 +179,28 @@ def _patch_optimizer(torch):
             try:
                 return step(*step_args, **step_kwargs)
             finally:
-                on_step_end()
+                on_optimizer_step(step_args[0] if step_args else None)
 
         wrapped_step._ptadvise_wrapped = True
         cls.step = wrapped_step
 
     optimizer_class.__init__ = __init__
+    optimizer_module = sys.modules.get("torch.optim.optimizer")
+    register = getattr(optimizer_module, "register_optimizer_step_post_hook", None)
+    if register is not None:  # torch >= 2.0
+        register(lambda optimizer, args, kwargs: on_optimizer_step(optimizer))
+        return
+    if hasattr(optimizer_class, "_optimizer_step_code"):
+        # torch 1.x calls this empty hook right after every Optimizer.step (for the profiler).
+        original = optimizer_class._optimizer_step_code
+
+        def _optimizer_step_code(self):
+            original(self)
+            on_optimizer_step(self)
+
+        optimizer_class._optimizer_step_code = _optimizer_step_code
+        return
+    wrap_step = True
 
 
 def _patch_dataloader(torch):

@@ -47,4 +47,15 @@ if ! diff -u "$work/expected.log" "$work/ranges.log"; then
   echo "FAIL: the shim's ranges differ from the expected ones"
   exit 1
 fi
+# Two optimizers per batch make one step per batch, not two; a third optimizer alive that never steps
+# does not hold the steps open.
+PYTHONPATH="$python_dir" PTADVISE_CAPTURE_BACKEND=cupti PTADVISE_SHIM_LOG="$work/optimizers.log" \
+  "$python" shim_probe_optimizers.py || { echo "FAIL: the two-optimizer probe failed"; exit 1; }
+# Six steps end: the first opens ProfilerStep#1 (no loader opened #0), the sixth closes #5 and opens #6.
+ended=$(grep -c '^pop ProfilerStep#' "$work/optimizers.log")
+if [[ $ended != 5 ]] || ! grep -q '^push ProfilerStep#6$' "$work/optimizers.log"; then
+  echo "FAIL: 7 batches of two optimizers (3 with both alone, 4 beside an idle one) did not end 6 steps:"
+  grep ProfilerStep "$work/optimizers.log"
+  exit 1
+fi
 echo "ok"

@@ -114,7 +114,7 @@ def annotation_steps(events, from_ns=None, to_ns=None, thread=None, threads=None
                 p = items[p]["_parent"]
             if cls and not nested:
                 out[e["name"]].append(e)
-            elif not cls and e.get("cat") == "user_annotation" and not e["name"].startswith("ProfilerStep#"):
+            elif not cls and is_range(e) and not e["name"].startswith("ProfilerStep#"):
                 p = e["_parent"]  # the enclosing op or annotation: Python frames (with_stack) are looked through
                 while p is not None and items[p].get("cat") not in ("cpu_op", "Operator", "user_annotation"):
                     p = items[p]["_parent"]
@@ -151,26 +151,54 @@ def annotation_steps(events, from_ns=None, to_ns=None, thread=None, threads=None
         found = anchors_of(items)
         closing = None
         for name in sorted(found):
-            if anchor_class(name) == "step" and len(found[name]) >= 2:
+            if anchor_class(name) == "step":
                 if closing is None or len(found[name]) > len(found[closing]):
                     closing = name
-        cut = None
-        for wanted in ("loader", "zero_grad"):
-            for name in sorted(found):
-                if anchor_class(name) != wanted or len(found[name]) < 2:
+
+        def steps_each(starts, ends):
+            # The same number (>= 1) of optimizer steps in every stretch, none before the first; 1 without any.
+            if not closing:
+                return 1
+            if ns(found[closing][0]["ts"]) < ns(starts[0]["ts"]):
+                return 0
+            per = 0
+            for a, end in zip(starts, ends):
+                if end is None:
                     continue
+                held = sum(1 for c in found[closing] if ns(a["ts"]) <= ns(c["ts"]) < end)
+                if held == 0 or (per and held != per):
+                    return 0
+                per = held
+            return per
+
+        def next_starts(occ):
+            return [ns(b["ts"]) for b in occ[1:]] + [None]
+
+        cut, per = None, 0
+        for wanted in ("loader", "range", "zero_grad"):
+            for name in sorted(found):
                 occ = found[name]
-                ok = True
-                if closing:
-                    for a, b in zip(occ, occ[1:]):
-                        if sum(1 for c in found[closing] if ns(a["ts"]) <= ns(c["ts"]) < ns(b["ts"])) != 1:
-                            ok = False
-                if ok:
+                if len(occ) < 2:
+                    continue
+                if wanted == "range":
+                    if not closing or anchor_class(name):
+                        continue
+                    if not all(ns(b["ts"]) >= ns(a["ts"]) + ns(a.get("dur", 0)) for a, b in zip(occ, occ[1:])):
+                        continue
+                    per = steps_each(occ, [ns(e["ts"]) + ns(e.get("dur", 0)) for e in occ])
+                    if per:
+                        cut = ("ranges", name)
+                        break
+                    continue
+                if anchor_class(name) != wanted:
+                    continue
+                per = steps_each(occ, next_starts(occ))
+                if per:
                     cut = ("starts", name)
                     break
             if cut:
                 break
-        if not cut and closing:
+        if not cut and closing and len(found[closing]) >= 2:
             cut = ("ends", closing)
         if not cut:
             best = None
@@ -196,17 +224,20 @@ def annotation_steps(events, from_ns=None, to_ns=None, thread=None, threads=None
             for k, e in enumerate(occ):
                 start = ns(e["ts"])
                 end = ns(occ[k + 1]["ts"]) if k + 1 < len(occ) else hi
+                after = [c for c in (found[closing] if closing else []) if ns(c["ts"]) >= start]
                 if k + 1 == len(occ) and closing:
-                    for c in found[closing]:
-                        if ns(c["ts"]) >= start:
-                            end = min(hi, ns(c["ts"]) + ns(c.get("dur", 0)))
-                            break
-                # Where the iteration's optimizer step ends (the last iteration ends there).
+                    if not after:
+                        break  # an anchor after the last optimizer step opens no iteration
+                    if len(after) >= per:
+                        c = after[per - 1]
+                        end = min(hi, ns(c["ts"]) + ns(c.get("dur", 0)))
+                # Where the iteration's (last) optimizer step ends (the last iteration ends there).
                 anchor_end = None
-                for c in (found[closing] if closing else []):
-                    if ns(c["ts"]) >= start and (ns(c["ts"]) < end or k + 1 == len(occ)):
+                nth = max(1, per if closing else 1)
+                if closing and len(after) >= nth:
+                    c = after[nth - 1]
+                    if ns(c["ts"]) < end or k + 1 == len(occ):
                         anchor_end = ns(c["ts"]) + ns(c.get("dur", 0))
-                        break
                 steps.append({"start": start, "end": max(start, end), "anchor_end": anchor_end})
         elif how == "ends":
             for k, e in enumerate(occ):
@@ -216,8 +247,17 @@ def annotation_steps(events, from_ns=None, to_ns=None, thread=None, threads=None
         else:
             steps = [{"start": ns(e["ts"]), "end": ns(e["ts"]) + ns(e.get("dur", 0)),
                       "anchor_end": ns(e["ts"]) + ns(e.get("dur", 0))} for e in occ]
-        return steps, key, how
+        return steps, key, how, name
     return None
+
+
+def is_range(e):
+    """A user's range: a user_annotation, or where ranges are written like ops (Kineto's first versions,
+    `Operator`; the legacy profiler, no category) a name without a namespace."""
+    cat = e.get("cat")
+    if cat == "user_annotation":
+        return True
+    return cat in ("Operator", "", None) and "::" not in e["name"]
 
 
 CALL_CATS = {None, "", "cpu_op", "Operator", "user_annotation"}

@@ -26,7 +26,8 @@ import sys
 
 import kernel_families
 from expected_steps import (HOST_CATS, WINDOW_CATS, LAUNCH_CATS, ACTIVITY, GPU_SIDE_CATS, ns, as_int, median,
-                            gpu_device, main_thread_markers, is_one_off, nest, annotation_steps, infer_steps)
+                            gpu_device, main_thread_markers, is_one_off, nest, annotation_steps, infer_steps,
+                            anchor_class)
 
 
 def load(path):
@@ -96,6 +97,13 @@ def summarize(path):
         for st in steps:
             found = annotation_steps(events, st["start"], st["end"], key, threads)
             if not found or found[2] == "ranges":
+                parts = None
+                break
+            # A step that fetches batches is split by its fetches or not at all.
+            fetches = [e for e in events if e.get("ph") == "X" and anchor_class(e["name"]) == "loader"
+                       and str(e.get("pid")) == key[0] and str(e.get("tid")) == key[1]
+                       and st["start"] <= ns(e["ts"]) < st["end"]]
+            if fetches and anchor_class(found[3]) != "loader":
                 parts = None
                 break
             parts.append(found[0])
@@ -245,7 +253,9 @@ def summarize(path):
                     one_off[i] += 1
         others = sorted(counts[:-1])
         others_gpu = any(st["gpu_start"] is not None for st in steps[:-1])
-        comparable = len(others) >= 2 or (others_gpu and steps[-1]["gpu_start"] is None)
+        # A stub last step: a tenth of the other's events in a tenth of its period.
+        stub = 10 * counts[-1] < others[0] and 10 * periods[-1] < periods[0]
+        comparable = len(others) >= 2 or (others_gpu and steps[-1]["gpu_start"] is None) or stub
         if comparable and 2 * counts[-1] < others[len(others) // 2]:
             excluded[-1] = True
         # Steps inferred from the kernel sequence: the last ends with its own last launch and lacks the host
@@ -266,7 +276,13 @@ def summarize(path):
             ref = median(later)
             ratio = periods[i] / ref if ref > 0 else 0
             extra_work = one_off[i] > median(one_off[i + 1:whole])
-            if (ratio >= 1.5 and len(later) >= 2) or (extra_work and ratio >= 1.1):
+            # Length alone is no warm-up when as long a step (3/4) comes back after a steady one.
+            alone, steady_seen = True, False
+            for later_period in later:
+                if steady_seen and 4 * later_period >= 3 * periods[i]:
+                    alone = False
+                steady_seen = steady_seen or later_period < 1.5 * ref
+            if (ratio >= 1.5 and len(later) >= 2 and alone) or (extra_work and ratio >= 1.1):
                 excluded[i] = True
                 continue
             break

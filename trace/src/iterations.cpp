@@ -328,6 +328,11 @@ void split_marker_steps(const Timeline& timeline, const NameClasses& names, Anal
     std::vector<Occurrences> found = collect(timeline, names, analysis.main_track, step.start_ns, step.end_ns);
     Cut cut = choose_cut(timeline, found);
     if (cut.how == Cut::How::None || cut.how == Cut::How::Ranges) return;
+    // A step that fetches batches is split by its fetches or not at all: one batch is one iteration, however
+    // many optimizers step in it (a GAN's two zero_grads are not two iterations).
+    for (const Occurrences& o : found) {
+      if ((o.classes & kDataLoader) != 0 && (o.classes & kIterationStart) != 0 && &o != cut.anchor) return;
+    }
     std::vector<Interval> cuts = cut_iterations(events, cut, step.start_ns, step.end_ns);
     if (cuts.empty()) return;
     if (per_step == 0) per_step = cuts.size();

@@ -44,6 +44,26 @@ TEST_CASE("steps: a loop with two optimizers (a GAN) is one iteration per batch,
   CHECK(analysis.steps[1].period_ns == us(1000));
 }
 
+TEST_CASE("steps: a ProfilerStep per batch of a GAN is not split at its two zero_grads") {
+  // `ptadvise run` ends a step when both optimizers have stepped: one batch, one fetch, two zero_grads.
+  TraceBuilder trace(Era::Kineto2023);
+  for (int k = 0; k < 3; ++k) {
+    const double t = 1000.0 * k;
+    trace.annotation("ProfilerStep#" + std::to_string(k + 1), t, 1000);
+    trace.annotation(kLoader, t + 10, 50);
+    for (int net = 0; net < 2; ++net) {
+      const double at = t + 100 + 400 * net;
+      trace.annotation("Optimizer.zero_grad#Adam.zero_grad", at, 10);
+      trace.cpu_op("aten::mm", at + 20, 200);
+      trace.annotation("Optimizer.step#Adam.step", at + 250, 50);
+    }
+  }
+  Timeline timeline = trace.load();
+  Analysis analysis = analyze(timeline);
+  CHECK(analysis.steps.size() == 3);
+  CHECK(analysis.step_note == "3 ProfilerStep markers on thread 1");
+}
+
 TEST_CASE("steps: an anchor after the last optimizer step opens no iteration") {
   // `for batch in loader: zero_grad ... step`: the fetch after the last batch raises StopIteration.
   TraceBuilder trace(Era::Kineto2023);
