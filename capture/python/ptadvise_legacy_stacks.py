@@ -14,6 +14,7 @@ __init__"); `enrich()` marks those ranges `python_function`, with their stack.
 import importlib
 import json
 import os
+import sys
 
 # (module, class) whose __init__ object-built-in-step (PTA111) looks for.
 _CONSTRUCTORS = (
@@ -38,6 +39,25 @@ def _frame_name(code):
     path = code.co_filename.replace(os.sep, "/")
     cut = path.rfind("torch/")
     return "%s(%d): %s" % (path[cut:] if cut >= 0 else path, code.co_firstlineno, code.co_name)
+
+
+def stack_lines_exact(torch):
+    """Whether the legacy profiler's stacks carry the line running in each frame. PyTorch 1.13 on Python
+    3.11 (Debian 12) records where the frame's function or block starts instead (it reads the frame's
+    instruction offset the way older Pythons kept it). Found by recording one op at a known line; None when
+    that recording fails."""
+    try:
+        with torch.autograd.profiler.profile(with_stack=True) as probe:
+            line = sys._getframe().f_lineno + 1
+            torch.zeros(1).add_(1)
+        here = "%s(%d)" % (os.path.basename(__file__), line)
+        frames = [frame for event in probe.function_events for frame in (getattr(event, "stack", None) or [])
+                  if os.path.basename(__file__) in frame]
+    except Exception:
+        return None
+    if not frames:
+        return None
+    return any(os.path.basename(frame.split(": ")[0]) == here for frame in frames)
 
 
 def _range(torch, name):

@@ -24,6 +24,7 @@ from ptadvise_names import publish, trace_file_name
 
 _current = None  # this process's Recording
 _wrapped = [False]
+_probing = [False]  # set while the runner's own probe records (ptadvise_legacy_stacks.stack_lines_exact)
 _program = {}  # per process id: {"exports": [paths the program exported], "written": [their copies]}
 
 
@@ -60,6 +61,18 @@ class Recording:
         # PyTorch without Kineto exports no stacks, shapes or Python frames: add them (ptadvise_legacy_stacks).
         self.legacy = ptadvise_legacy_stacks.needed(torch)
         self.constructors = ptadvise_legacy_stacks.record_constructors(torch) if self.legacy else set()
+        if self.legacy and not os.environ.get("PTADVISE_STACK_LINES_CHECKED"):
+            os.environ["PTADVISE_STACK_LINES_CHECKED"] = "1"  # said once, by the first process that records
+            _probing[0] = True  # the probe's profiler is not the program's
+            try:
+                exact = ptadvise_legacy_stacks.stack_lines_exact(torch)
+            finally:
+                _probing[0] = False
+            if exact is False:
+                sys.stderr.write("ptadvise: warning: this PyTorch (%s) on Python %d.%d records, for each Python "
+                                 "frame, the line where its function or block starts rather than the line "
+                                 "running: the findings' source lines point there\n"
+                                 % (torch.__version__, sys.version_info[0], sys.version_info[1]))
         # The last skipped step is the profiler's warm-up: its own start-up cost stays out of the record.
         with warnings.catch_warnings():
             # "Profiler won't be using warmup": --skip-steps 0 asks for none (the program's own warnings pass).
@@ -163,7 +176,7 @@ def install(torch):
     def before(method):
         def wrapper(self, *args, **kwargs):
             recording = current()
-            if recording is None or self is not recording.profiler:
+            if not _probing[0] and (recording is None or self is not recording.profiler):
                 _program_started(torch)
             return method(self, *args, **kwargs)
         return wrapper
@@ -172,6 +185,8 @@ def install(torch):
         def wrapper(self, path, *args, **kwargs):
             result = method(self, path, *args, **kwargs)
             recording = current()
+            if _probing[0]:
+                return result
             if recording is None or recording.stood_aside:  # this runner's own exports are not the program's
                 _program_exported(torch, path)
             return result
