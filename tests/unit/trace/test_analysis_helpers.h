@@ -36,6 +36,14 @@ struct Clock {
 
 inline int64_t us(double value) { return static_cast<int64_t>(std::llround(value * 1000)); }
 
+// Step k runs from `start_us` to `end_us` as written in the trace.
+inline void check_step_bounds(const Analysis& analysis, const Clock& clock, size_t k, double start_us, double end_us) {
+  CAPTURE(k);
+  REQUIRE(k < analysis.steps.size());
+  CHECK(analysis.steps[k].start_ns == clock.at(start_us));
+  CHECK(analysis.steps[k].end_ns == clock.at(end_us));
+}
+
 // Every idle ns inside the step windows, computed directly from the busy union: what the ledger must sum to.
 inline int64_t idle_inside_windows(const Analysis& analysis) {
   int64_t total = 0;

@@ -237,53 +237,33 @@ TEST_CASE("steps: with Python frames around every op (with_stack), iterations st
   CHECK(ranges_analysis.step_note.find("each is one `train_batch` range") != std::string::npos);
 }
 
-TEST_CASE("steps: a loop ending with zero_grad is cut by its optimizer steps, not at its zero_grads") {
-  // `loss.backward(); opt.step(); opt.zero_grad()`: the first zero_grad follows the first step. Cut at the
-  // zero_grads, the first iteration was lost and the last held only the trailing zero_grad.
-  TraceBuilder trace(Era::Kineto2023);
-  for (int k = 0; k < 4; ++k) {
-    double t = 1000.0 * k;
-    trace.cpu_op("aten::linear", t, 100);
-    trace.launch("fwd_gemm", t + 10, 5, t + 20, 50);
-    trace.annotation("Optimizer.step#SGD.step", t + 600, 50);
-    trace.annotation("Optimizer.zero_grad#SGD.zero_grad", t + 660, 10);
-  }
-  Timeline timeline = trace.load();
-  Analysis analysis = analyze(timeline);
-  Clock clock(timeline, find_event(timeline, "aten::linear"), 0);
-  REQUIRE(analysis.steps.size() == 4);
-  CHECK(analysis.step_note == "no ProfilerStep markers; 4 iterations on thread 1: each ends with "
-                              "`Optimizer.step#SGD.step`");
-  CHECK(analysis.steps[0].start_ns == clock.at(0));
-  CHECK(analysis.steps[0].end_ns == clock.at(650));
-  CHECK(analysis.steps[1].start_ns == clock.at(650));
-  CHECK(analysis.steps[3].end_ns == clock.at(3650));
-  CHECK(analysis.step_of(find_event(timeline, "fwd_gemm", 0)) == 0);
-  CHECK(analysis.step_of(find_event(timeline, "fwd_gemm", 3)) == 3);
-  CHECK(analysis.steady_step_count() == 4);
-}
-
 TEST_CASE("steps: without markers or a loader, iterations end with each optimizer step") {
-  TraceBuilder trace(Era::Kineto2023);
-  for (int k = 0; k < 3; ++k) {
-    double t = 500.0 * k;
-    trace.cpu_op("aten::linear", t, 100);
-    trace.launch("fwd_gemm", t + 10, 5, t + 20, 50);
-    trace.annotation("Optimizer.step#Adam.step", t + 200, 50);
+  // Also in a loop written `loss.backward(); opt.step(); opt.zero_grad()`: the first zero_grad follows the
+  // first step. Cut at its zero_grads, the first iteration was lost and the last held only the trailing one.
+  for (bool trailing_zero_grad : {false, true}) {
+    CAPTURE(trailing_zero_grad);
+    TraceBuilder trace(Era::Kineto2023);
+    for (int k = 0; k < 3; ++k) {
+      double t = 500.0 * k;
+      trace.cpu_op("aten::linear", t, 100);
+      trace.launch("fwd_gemm", t + 10, 5, t + 20, 50);
+      trace.annotation("Optimizer.step#Adam.step", t + 200, 50);
+      if (trailing_zero_grad) trace.annotation("Optimizer.zero_grad#Adam.zero_grad", t + 260, 10);
+    }
+    Timeline timeline = trace.load();
+    Analysis analysis = analyze(timeline);
+    Clock clock(timeline, find_event(timeline, "aten::linear"), 0);
+    REQUIRE(analysis.steps.size() == 3);
+    CHECK(analysis.step_note == "no ProfilerStep markers; 3 iterations on thread 1: each ends with "
+                                "`Optimizer.step#Adam.step`");
+    check_step_bounds(analysis, clock, 0, 0, 250);
+    check_step_bounds(analysis, clock, 1, 250, 750);
+    check_step_bounds(analysis, clock, 2, 750, 1250);
+    CHECK(analysis.step_of(find_event(timeline, "fwd_gemm", 2)) == 2);
+    // Each iteration ends with its optimizer step, the last one too: all are whole.
+    CHECK(analysis.steps[2].anchor_end_ns == -1);
+    CHECK(analysis.steady_step_count() == 3);
   }
-  Timeline timeline = trace.load();
-  Analysis analysis = analyze(timeline);
-  Clock clock(timeline, find_event(timeline, "aten::linear"), 0);
-  REQUIRE(analysis.steps.size() == 3);
-  CHECK(analysis.step_note == "no ProfilerStep markers; 3 iterations on thread 1: each ends with "
-                              "`Optimizer.step#Adam.step`");
-  CHECK(analysis.steps[0].start_ns == clock.at(0));
-  CHECK(analysis.steps[0].end_ns == clock.at(250));
-  CHECK(analysis.steps[1].start_ns == clock.at(250));
-  CHECK(analysis.steps[2].end_ns == clock.at(1250));
-  // Each iteration ends with its optimizer step, the last one too: all are whole.
-  CHECK(analysis.steps[2].anchor_end_ns == -1);
-  CHECK(analysis.steady_step_count() == 3);
 }
 
 TEST_CASE("steps: a ProfilerStep holding the same number of iterations in every step is split") {

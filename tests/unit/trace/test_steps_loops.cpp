@@ -16,6 +16,18 @@ namespace {
 
 constexpr const char* kLoader = "enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__";
 
+// One batch of a GAN at `t`: the fetch (at t + fetch_at), then the discriminator's and the generator's
+// zero_grad ... step, both Adam.
+void gan_batch(TraceBuilder& trace, double t, double fetch_at) {
+  trace.annotation(kLoader, t + fetch_at, 50);
+  for (int net = 0; net < 2; ++net) {
+    const double at = t + 100 + 400 * net;
+    trace.annotation("Optimizer.zero_grad#Adam.zero_grad", at, 10);
+    trace.cpu_op("aten::mm", at + 20, 200);
+    trace.annotation("Optimizer.step#Adam.step", at + 250, 50);
+  }
+}
+
 }  // namespace
 
 TEST_CASE("steps: a loop with two optimizers (a GAN) is one iteration per batch, not per optimizer step") {
@@ -23,13 +35,7 @@ TEST_CASE("steps: a loop with two optimizers (a GAN) is one iteration per batch,
   TraceBuilder trace(Era::Kineto2023);
   for (int k = 0; k < 4; ++k) {
     const double t = 1000.0 * k;
-    trace.annotation(kLoader, t, 50);
-    for (int net = 0; net < 2; ++net) {
-      const double at = t + 100 + 400 * net;
-      trace.annotation("Optimizer.zero_grad#Adam.zero_grad", at, 10);
-      trace.cpu_op("aten::mm", at + 20, 200);
-      trace.annotation("Optimizer.step#Adam.step", at + 250, 50);
-    }
+    gan_batch(trace, t, 0);
   }
   trace.annotation(kLoader, 4000, 20);  // the fetch that finds the loader empty
   Timeline timeline = trace.load();
@@ -50,13 +56,7 @@ TEST_CASE("steps: a ProfilerStep per batch of a GAN is not split at its two zero
   for (int k = 0; k < 3; ++k) {
     const double t = 1000.0 * k;
     trace.annotation("ProfilerStep#" + std::to_string(k + 1), t, 1000);
-    trace.annotation(kLoader, t + 10, 50);
-    for (int net = 0; net < 2; ++net) {
-      const double at = t + 100 + 400 * net;
-      trace.annotation("Optimizer.zero_grad#Adam.zero_grad", at, 10);
-      trace.cpu_op("aten::mm", at + 20, 200);
-      trace.annotation("Optimizer.step#Adam.step", at + 250, 50);
-    }
+    gan_batch(trace, t, 10);
   }
   Timeline timeline = trace.load();
   Analysis analysis = analyze(timeline);
@@ -84,33 +84,28 @@ TEST_CASE("steps: an anchor after the last optimizer step opens no iteration") {
 TEST_CASE("steps: ProfilerSteps of gradient accumulation (one optimizer step, four batches) stay whole") {
   // prof.step() after each optimizer step; four fetches per step. Split into its fetches, a step became four
   // micro-batches; only iterations that each hold an optimizer step are iterations.
-  TraceBuilder trace(Era::Kineto2023);
-  for (int s = 0; s < 3; ++s) {
-    const double t = 4000.0 * s;
-    trace.annotation("ProfilerStep#" + std::to_string(s + 1), t, 4000);
-    for (int micro = 0; micro < 4; ++micro) {
-      trace.annotation(kLoader, t + 1000 * micro, 50);
-      trace.cpu_op("aten::mm", t + 1000 * micro + 100, 500);
+  auto accumulating = [](bool markers) {
+    TraceBuilder trace(Era::Kineto2023);
+    for (int s = 0; s < 3; ++s) {
+      const double t = 4000.0 * s;
+      if (markers) trace.annotation("ProfilerStep#" + std::to_string(s + 1), t, 4000);
+      for (int micro = 0; micro < 4; ++micro) {
+        trace.annotation(kLoader, t + 1000 * micro, 50);
+        trace.cpu_op("aten::mm", t + 1000 * micro + 100, 500);
+      }
+      trace.annotation("Optimizer.step#SGD.step", t + 3700, 100);
+      trace.annotation("Optimizer.zero_grad#SGD.zero_grad", t + 3850, 10);
     }
-    trace.annotation("Optimizer.step#SGD.step", t + 3700, 100);
-    trace.annotation("Optimizer.zero_grad#SGD.zero_grad", t + 3850, 10);
-  }
+    return trace;
+  };
+  TraceBuilder trace = accumulating(true);
   Timeline timeline = trace.load();
   Analysis analysis = analyze(timeline);
   REQUIRE(analysis.steps.size() == 3);
   CHECK(analysis.step_note == "3 ProfilerStep markers on thread 1");
   CHECK(analysis.steps[1].period_ns == us(4000));
   // Without markers the same loop is cut by its optimizer steps: one iteration per four batches.
-  TraceBuilder bare(Era::Kineto2023);
-  for (int s = 0; s < 3; ++s) {
-    const double t = 4000.0 * s;
-    for (int micro = 0; micro < 4; ++micro) {
-      bare.annotation(kLoader, t + 1000 * micro, 50);
-      bare.cpu_op("aten::mm", t + 1000 * micro + 100, 500);
-    }
-    bare.annotation("Optimizer.step#SGD.step", t + 3700, 100);
-    bare.annotation("Optimizer.zero_grad#SGD.zero_grad", t + 3850, 10);
-  }
+  TraceBuilder bare = accumulating(false);
   Timeline bare_timeline = bare.load();
   Analysis bare_analysis = analyze(bare_timeline);
   REQUIRE(bare_analysis.steps.size() == 3);
@@ -137,8 +132,7 @@ TEST_CASE("steps: the user's range around each iteration wins over a zero_grad i
   REQUIRE(analysis.steps.size() == 4);
   CHECK(analysis.step_note == "no ProfilerStep markers; 4 iterations on thread 1: each is one `train_step` range "
                               "and holds one `Optimizer.step#RMSprop.step`");
-  CHECK(analysis.steps[0].start_ns == clock.at(0));
-  CHECK(analysis.steps[0].end_ns == clock.at(900));
+  check_step_bounds(analysis, clock, 0, 0, 900);
   CHECK(analysis.step_of(find_event(timeline, "aten::mm", 0)) == 0);  // each forward in its own iteration
   CHECK(analysis.step_of(find_event(timeline, "aten::mm", 6)) == 3);
 }
