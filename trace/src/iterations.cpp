@@ -2,6 +2,7 @@
 // record_function range), the split of a ProfilerStep holding several iterations, each step's period and
 // the leading warm-up steps. See docs/ANALYSIS.md, "Steps".
 #include <algorithm>
+#include <cstdio>
 #include <limits>
 #include <map>
 #include <string>
@@ -263,6 +264,42 @@ uint32_t anchor_thread(const Timeline& timeline, const NameClasses& names) {
   return best;
 }
 
+// Iterations cut after each optimizer step open the first one at the thread's first event, which is where
+// profiling started: when that was inside an iteration (a profiler entered between forward and backward),
+// the first holds a fragment of one. It is left out when, against the median other iteration (two others
+// at least), it holds under half the thread's events, or fewer events in under half the time.
+void leave_out_first_fragment(const Timeline& timeline, uint32_t track, Analysis& analysis) {
+  std::vector<Step>& steps = analysis.steps;
+  if (steps.size() < 3) return;
+  const Events& events = timeline.events;
+  const auto& on_track = timeline.track_events[track];
+  std::vector<size_t> counts;
+  std::vector<int64_t> lengths;
+  for (const Step& step : steps) {
+    size_t count = 0;
+    for (EventIndex i : on_track) {
+      if (is_op_or_annotation(events.kind[i]) && events.ts_ns[i] >= step.start_ns && events.ts_ns[i] < step.end_ns) ++count;
+    }
+    counts.push_back(count);
+    lengths.push_back(step.end_ns - step.start_ns);
+  }
+  auto median_of_others = [](auto values) {
+    std::sort(values.begin() + 1, values.end());
+    return values[1 + (values.size() - 1) / 2];
+  };
+  const size_t median_count = median_of_others(counts);
+  const int64_t median_length = median_of_others(lengths);
+  const bool fragment = 2 * counts.front() < median_count ||
+                        (counts.front() < median_count && 2 * lengths.front() < median_length);
+  if (!fragment) return;
+  steps.front().partial = true;
+  char text[160];
+  std::snprintf(text, sizeof text, "; the first (%zu events in %.3f ms, against a median of %zu in %.3f ms) began "
+                "before profiling did: left out", counts.front(), static_cast<double>(lengths.front()) / 1e6,
+                median_count, static_cast<double>(median_length) / 1e6);
+  analysis.step_note += text;
+}
+
 }  // namespace
 
 bool find_annotation_steps(const Timeline& timeline, const NameClasses& names, Analysis& analysis) {
@@ -312,6 +349,7 @@ bool find_annotation_steps(const Timeline& timeline, const NameClasses& names, A
     analysis.step_note = "no ProfilerStep markers; " + std::to_string(cuts.size()) + " iterations on thread " +
                          std::string(timeline.strings.view(timeline.tracks[track].tid_text)) + ": " +
                          describe(timeline, cut);
+    if (cut.how == Cut::How::AfterEnds) leave_out_first_fragment(timeline, track, analysis);
     return true;
   }
   return false;
@@ -492,9 +530,10 @@ void measure_periods(const Timeline& timeline, const NameClasses& names, Analysi
                       : (static_cast<double>(values[m / 2 - 1]) + static_cast<double>(values[m / 2])) / 2.0;
   };
   // Leading steps only: the first step that looks like the rest ends the warm-up; the last step never is.
-  size_t warm = 0;
+  const size_t first = steps.front().partial ? 1 : 0;  // a fragment left out before (profiling began in it)
+  size_t warm = first;
   double reference = 0;
-  for (size_t k = 0; k + 1 < whole; ++k) {
+  for (size_t k = first; k + 1 < whole; ++k) {
     std::vector<int64_t> later_periods, later_one_off, later_kernels;
     for (size_t j = k + 1; j < whole; ++j) {
       later_periods.push_back(steps[j].period_ns);
@@ -526,21 +565,23 @@ void measure_periods(const Timeline& timeline, const NameClasses& names, Analysi
     }
     break;
   }
-  if (warm == 0) return;
+  if (warm == first) return;
   int64_t one_off_calls = 0, warm_ns = 0;
-  for (size_t k = 0; k < warm; ++k) {
+  for (size_t k = first; k < warm; ++k) {
     one_off_calls += one_off[k];
     warm_ns += steps[k].period_ns;
   }
   char buffer[160];
-  std::snprintf(buffer, sizeof buffer, "%zu leading step%s (%.3f ms in all, against a steady period of %.3f ms", warm,
-                warm == 1 ? "" : "s", static_cast<double>(warm_ns) / 1e6, reference / 1e6);
+  const size_t warm_steps = warm - first;
+  std::snprintf(buffer, sizeof buffer, "%zu leading step%s (%.3f ms in all, against a steady period of %.3f ms",
+                warm_steps, warm_steps == 1 ? "" : "s", static_cast<double>(warm_ns) / 1e6, reference / 1e6);
   analysis.warmup_note = buffer;
   if (one_off_calls > 0) {
     analysis.warmup_note += "; " + std::to_string(one_off_calls) + " one-off call" + (one_off_calls == 1 ? "" : "s") +
                             " such as cudaMalloc/cudaFree or cuDNN autotuning";
   }
-  analysis.warmup_note += ") are warm-up, left out of the per-step figures";
+  analysis.warmup_note += warm_steps == 1 ? ") is warm-up, left out of the per-step figures"
+                                    : ") are warm-up, left out of the per-step figures";
 }
 
 }  // namespace ptadvise::detail

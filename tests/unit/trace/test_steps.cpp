@@ -318,7 +318,7 @@ TEST_CASE("steps: leading warm-up steps and a cut-short last step are left out o
   CHECK(analysis.step_period_ns() == doctest::Approx(us(1000)));
   CHECK(analysis.median_step_ns() == doctest::Approx(us(1000)));
   CHECK(analysis.warmup_note ==
-        "1 leading step (3.000 ms in all, against a steady period of 1.000 ms) are warm-up, left out of the "
+        "1 leading step (3.000 ms in all, against a steady period of 1.000 ms) is warm-up, left out of the "
         "per-step figures");
   Summary summary = summarize(analysis);
   CHECK(summary.steady_steps == 4);
