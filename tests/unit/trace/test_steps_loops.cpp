@@ -215,15 +215,21 @@ TEST_CASE("steps: a long first step is no warm-up when as long a step comes back
 
 TEST_CASE("steps: a first iteration that profiling started inside is left out, not taken for a step") {
   // prof.__enter__() between a forward and its backward: cut after each optimizer step, the first
-  // "iteration" holds that backward and step only.
-  TraceBuilder trace(Era::Kineto2023);
-  trace.cpu_op("aten::mm", 0, 200);  // the backward of the iteration profiling began in
-  trace.annotation("Optimizer.step#SGD.step", 250, 50);
-  for (int k = 0; k < 4; ++k) {
-    const double t = 300 + 1000.0 * k;
-    for (int op = 0; op < 6; ++op) trace.cpu_op("aten::mm", t + 10 + 100 * op, 90);
-    trace.annotation("Optimizer.step#SGD.step", t + 900, 100);
-  }
+  // "iteration" holds that backward (`fragment_ops` ops in `fragment_us`) and step only.
+  auto started_inside = [](int fragment_ops, double fragment_us) {
+    TraceBuilder trace(Era::Kineto2023);
+    for (int op = 0; op < fragment_ops; ++op) {
+      trace.cpu_op("aten::mm", op * fragment_us / fragment_ops, fragment_us / fragment_ops - 1);
+    }
+    trace.annotation("Optimizer.step#SGD.step", 250, 50);
+    for (int k = 0; k < 4; ++k) {
+      const double t = 300 + 1000.0 * k;
+      for (int op = 0; op < 6; ++op) trace.cpu_op("aten::mm", t + 10 + 100 * op, 90);
+      trace.annotation("Optimizer.step#SGD.step", t + 900, 100);
+    }
+    return trace;
+  };
+  TraceBuilder trace = started_inside(1, 200);
   Timeline timeline = trace.load();
   Analysis analysis = analyze(timeline);
   REQUIRE(analysis.steps.size() == 5);
@@ -234,14 +240,7 @@ TEST_CASE("steps: a first iteration that profiling started inside is left out, n
   CHECK(analysis.step_note.find("; the first (2 events in 0.300 ms, against a median of 7 in 1.000 ms) began "
                                 "before profiling did: left out") != std::string::npos);
   // A backward and a step hold most of an iteration's events; the fragment is still short.
-  TraceBuilder backward(Era::Kineto2023);
-  for (int op = 0; op < 5; ++op) backward.cpu_op("aten::mm", 10.0 * op, 9);
-  backward.annotation("Optimizer.step#SGD.step", 250, 50);
-  for (int k = 0; k < 4; ++k) {
-    const double t = 300 + 1000.0 * k;
-    for (int op = 0; op < 6; ++op) backward.cpu_op("aten::mm", t + 10 + 100 * op, 90);
-    backward.annotation("Optimizer.step#SGD.step", t + 900, 100);
-  }
+  TraceBuilder backward = started_inside(5, 50);
   Timeline backward_timeline = backward.load();
   Analysis backward_analysis = analyze(backward_timeline);
   CHECK(backward_analysis.steps[0].partial);
