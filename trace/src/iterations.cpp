@@ -273,15 +273,17 @@ void leave_out_first_fragment(const Timeline& timeline, uint32_t track, Analysis
   if (steps.size() < 3) return;
   const Events& events = timeline.events;
   const auto& on_track = timeline.track_events[track];
-  std::vector<size_t> counts;
+  // One pass over the thread: each op or annotation counts in the step whose interval holds its start.
+  std::vector<size_t> counts(steps.size(), 0);
   std::vector<int64_t> lengths;
-  for (const Step& step : steps) {
-    size_t count = 0;
-    for (EventIndex i : on_track) {
-      if (is_op_or_annotation(events.kind[i]) && events.ts_ns[i] >= step.start_ns && events.ts_ns[i] < step.end_ns) ++count;
-    }
-    counts.push_back(count);
-    lengths.push_back(step.end_ns - step.start_ns);
+  for (const Step& step : steps) lengths.push_back(step.end_ns - step.start_ns);
+  for (EventIndex i : on_track) {
+    if (!is_op_or_annotation(events.kind[i])) continue;
+    const int64_t ts = events.ts_ns[i];
+    const auto after = std::partition_point(steps.begin(), steps.end(), [ts](const Step& s) { return s.start_ns <= ts; });
+    if (after == steps.begin()) continue;
+    const auto k = static_cast<size_t>(after - steps.begin()) - 1;
+    if (ts < steps[k].end_ns) ++counts[k];
   }
   auto median_of_others = [](auto values) {
     std::sort(values.begin() + 1, values.end());
