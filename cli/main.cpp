@@ -139,6 +139,7 @@ int run(int argc, char** argv) {
 int main(int argc, char** argv) {
   using namespace ptadvise::cli;
   ptadvise::use_huge_pages(argv);
+  ptadvise::reuse_freed_memory();
   ptadvise::set_out_of_memory_exit(exit_out_of_memory);
   try {
     return run(argc, argv);

@@ -2,8 +2,13 @@
 
 #include <unistd.h>
 
+#if defined(__GLIBC__)
+#include <malloc.h>
+#endif
+
 #include <cstdlib>
 #include <cstring>
+#include <limits>
 #include <new>
 #include <string>
 #include <string_view>
@@ -108,6 +113,19 @@ void use_huge_pages(char** argv) noexcept {
   ::execv("/proc/self/exe", argv);
   // Not executed (no /proc, a deleted executable): go on with small pages, the environment as it was.
   restore_user_tunables(earlier.c_str());
+}
+
+void reuse_freed_memory() noexcept {
+#if defined(__GLIBC__)
+  if (!kGlibcMalloc) return;
+  // Setting the threshold also ends glibc's own raising of it, which starts at 128 KiB and rises only as
+  // mapped blocks are freed: until then every block of a window's columns was mapped, faulted in and
+  // unmapped. Blocks past 32 MiB (the columns of the largest traces) still get mappings: they are few, and
+  // given back whole when freed.
+  ::mallopt(M_MMAP_THRESHOLD, 32 << 20);
+  // What is freed at the top of the heap stays for the next allocation (default: given back past 128 KiB).
+  ::mallopt(M_TRIM_THRESHOLD, std::numeric_limits<int>::max());
+#endif
 }
 
 }  // namespace ptadvise

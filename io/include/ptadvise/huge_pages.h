@@ -17,4 +17,11 @@ namespace ptadvise {
 // cannot be executed again (then the process goes on as it is).
 void use_huge_pages(char** argv) noexcept;
 
+// Call next, before any thread starts. Blocks up to 32 MiB come from the heap instead of mappings of their
+// own, and freed memory stays with the process instead of going back to the system: the loader and the
+// analysis allocate and free blocks of megabytes by the hundred (window columns, merge buffers, the what-if
+// graph's arrays), and each fresh mapping is a round of page faults (docs/TRACE_LOADING.md, "Huge pages").
+// No effect in sanitizer builds or without glibc.
+void reuse_freed_memory() noexcept;
+
 }  // namespace ptadvise
