@@ -73,10 +73,16 @@ TEST_CASE("loader windows: pretty-printed traces and broken events give the same
 }
 
 TEST_CASE("loader windows: a minified \"},{\" trace (windows copied) gives the same timeline on any thread count") {
-  std::string bytes = many_events(60000, false, true);
-  for (size_t at = bytes.find(",\n  {"); at != std::string::npos; at = bytes.find(",\n  {", at + 2)) {
-    bytes.replace(at, 5, ",{");
+  // Rewritten in one pass: replacing in place moves the rest of the 17 MB text at each event.
+  const std::string lines = many_events(60000, false, true);
+  std::string bytes;
+  bytes.reserve(lines.size());
+  size_t copied = 0;
+  for (size_t at = lines.find(",\n  {"); at != std::string::npos; at = lines.find(",\n  {", at + 5)) {
+    bytes.append(lines, copied, at - copied).append(",{");
+    copied = at + 5;
   }
+  bytes.append(lines, copied, std::string::npos);
   REQUIRE(bytes.find("},{") != std::string::npos);
   REQUIRE(bytes.find("},\n") == std::string::npos);
   Timeline one = load_with(bytes, 1), many = load_with(bytes, 3);
