@@ -14,6 +14,10 @@ if(PTADVISE_SANITIZE)
   set(_san -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer)
   target_compile_options(ptadvise_settings INTERFACE ${_san})
   target_link_options(ptadvise_settings INTERFACE ${_san})
+  # Executables at a fixed address: the sanitizers' metadata holds about 1.4 million pointers, which a
+  # position-independent executable relocates (and so writes) at every start. The test suite starts the
+  # binary hundreds of times: 0.41 s per start without this, 0.28 s with it.
+  string(APPEND CMAKE_EXE_LINKER_FLAGS " -no-pie")
 endif()
 if(PTADVISE_FUZZ)
   # Library code gets no coverage callbacks (tests/fuzz/coverage_ignorelist.txt says why). The list is used
