@@ -1,6 +1,7 @@
 // Internal to trace/: the stages of analyze() and the name classes they share.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -41,6 +42,21 @@ struct NameClasses {
 };
 NameClasses classify_names(const StringPool& strings);
 uint16_t classify_name(std::string_view name);
+
+// Index of the step whose [start, end) (as given by the accessors) contains ts, or kNone. Steps are
+// sorted by start; an earlier step may still contain ts when intervals overlap, so one step back is checked.
+template <typename Start, typename End>
+uint32_t step_containing(const std::vector<Step>& steps, int64_t ts, Start start_of, End end_of) {
+  auto it = std::upper_bound(steps.begin(), steps.end(), ts,
+                             [&](int64_t value, const Step& step) { return value < start_of(step); });
+  if (it == steps.begin()) return kNone;
+  size_t index = static_cast<size_t>(it - steps.begin()) - 1;
+  if (ts < end_of(steps[index])) return static_cast<uint32_t>(index);
+  if (index > 0 && ts < end_of(steps[index - 1]) && ts >= start_of(steps[index - 1])) {
+    return static_cast<uint32_t>(index - 1);
+  }
+  return kNone;
+}
 
 // Step detection (steps.cpp): fills steps, step_source, step_note, event_step, main_track.
 void find_steps(const Timeline& timeline, const NameClasses& names, Analysis& analysis);

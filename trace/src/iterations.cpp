@@ -277,13 +277,12 @@ void leave_out_first_fragment(const Timeline& timeline, uint32_t track, Analysis
   std::vector<size_t> counts(steps.size(), 0);
   std::vector<int64_t> lengths;
   for (const Step& step : steps) lengths.push_back(step.end_ns - step.start_ns);
+  auto start = [](const Step& s) { return s.start_ns; };
+  auto end = [](const Step& s) { return s.end_ns; };
   for (EventIndex i : on_track) {
     if (!is_op_or_annotation(events.kind[i])) continue;
-    const int64_t ts = events.ts_ns[i];
-    const auto after = std::partition_point(steps.begin(), steps.end(), [ts](const Step& s) { return s.start_ns <= ts; });
-    if (after == steps.begin()) continue;
-    const auto k = static_cast<size_t>(after - steps.begin()) - 1;
-    if (ts < steps[k].end_ns) ++counts[k];
+    const uint32_t k = step_containing(steps, events.ts_ns[i], start, end);
+    if (k != kNone) ++counts[k];
   }
   auto median_of_others = [](auto values) {
     std::sort(values.begin() + 1, values.end());

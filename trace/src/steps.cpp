@@ -118,21 +118,6 @@ uint32_t busiest_launch_thread(const Timeline& timeline) {
   return best;
 }
 
-// Index of the step whose [start, end) (as given by the accessors) contains ts, or kNone. Steps are
-// sorted by start; an earlier step may still contain ts when intervals overlap, so one step back is checked.
-template <typename Start, typename End>
-uint32_t step_containing(const std::vector<Step>& steps, int64_t ts, Start start_of, End end_of) {
-  auto it = std::upper_bound(steps.begin(), steps.end(), ts,
-                             [&](int64_t value, const Step& step) { return value < start_of(step); });
-  if (it == steps.begin()) return kNone;
-  size_t index = static_cast<size_t>(it - steps.begin()) - 1;
-  if (ts < end_of(steps[index])) return static_cast<uint32_t>(index);
-  if (index > 0 && ts < end_of(steps[index - 1]) && ts >= start_of(steps[index - 1])) {
-    return static_cast<uint32_t>(index - 1);
-  }
-  return kNone;
-}
-
 void assign_events(const Timeline& timeline, Analysis& analysis) {
   const Events& events = timeline.events;
   std::vector<Step>& steps = analysis.steps;

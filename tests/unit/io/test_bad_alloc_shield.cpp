@@ -5,7 +5,6 @@
 #include <doctest/doctest.h>
 #include <malloc.h>
 #include <sys/resource.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -14,6 +13,7 @@
 #include <string>
 #include <new>
 
+#include "case_alone.h"
 #include "ptadvise/bad_alloc_shield.h"
 #include "ptadvise/kernel_class.h"
 
@@ -27,27 +27,18 @@ namespace {
 constexpr size_t kMiB = size_t{1} << 20;
 constexpr int kThrew = 3;
 
+constexpr const char* kMarker = "PTADVISE_SHIELD_CASE";
+
 // Runs the skipped test case "bad alloc shield case: NAME" in a fresh copy of this program: its exit
 // code, or 128 + the signal that ended it.
 int run_case(const std::string& name) {
-  std::fflush(nullptr);
-  pid_t pid = fork();
-  if (pid == 0) {
-    const std::string filter = "--test-case=bad alloc shield case: " + name;
-    setenv("PTADVISE_SHIELD_CASE", "1", 1);
-    execl("/proc/self/exe", "ptadvise_tests", filter.c_str(), "--no-skip=true", "--reporters=console",
-          static_cast<char*>(nullptr));
-    _exit(99);
-  }
-  int status = 0;
-  waitpid(pid, &status, 0);
-  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  return ptadvise::testing::run_case_alone("bad alloc shield case: " + name, kMarker);
 }
 
 // The case's body, when this process runs it for run_case(): ends the process with its result.
 template <typename Body>
 void as_case(Body body) {
-  if (std::getenv("PTADVISE_SHIELD_CASE") == nullptr) return;
+  if (!ptadvise::testing::running_alone(kMarker)) return;
   mallopt(M_MMAP_THRESHOLD, 1 << 20);  // fixed: large blocks are mappings of their own, which the limit sees
   std::fflush(nullptr);
   _exit(body());

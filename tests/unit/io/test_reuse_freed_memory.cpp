@@ -4,13 +4,13 @@
 // glibc's threshold has not been raised by the blocks earlier tests freed.
 #include <doctest/doctest.h>
 #include <malloc.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cstdio>
 #include <cstdlib>
 #include <string>
 
+#include "case_alone.h"
 #include "ptadvise/huge_pages.h"
 
 #ifndef PTADVISE_FAILING_MALLOC
@@ -37,37 +37,28 @@ int allocate_and_free() {
   return after.arena + kBlock / 2 < holding.arena ? 2 : 0;
 }
 
+constexpr const char* kMarker = "PTADVISE_REUSE_CASE";
+
 // Runs the skipped case "reuse freed memory case: NAME" in a fresh run of this program: its exit code, which
 // is kCaseRan + allocate_and_free() when the case ran (doctest exits 0 when its filter matches nothing).
 int run_case(const char* name) {
-  std::fflush(nullptr);
-  pid_t pid = fork();
-  if (pid == 0) {
-    const std::string filter = std::string("--test-case=reuse freed memory case: ") + name;
-    setenv("PTADVISE_REUSE_CASE", "1", 1);
-    execl("/proc/self/exe", "ptadvise_tests", filter.c_str(), "--no-skip=true", "--reporters=console",
-          static_cast<char*>(nullptr));
-    _exit(99);
-  }
-  int status = 0;
-  REQUIRE(waitpid(pid, &status, 0) == pid);
-  REQUIRE(WIFEXITED(status));
-  return WEXITSTATUS(status);
+  const int code = ptadvise::testing::run_case_alone(std::string("reuse freed memory case: ") + name, kMarker);
+  REQUIRE(code >= 0);   // waited for
+  REQUIRE(code < 128);  // exited, not ended by a signal
+  return code;
 }
-
-bool in_case() { return std::getenv("PTADVISE_REUSE_CASE") != nullptr; }
 
 }  // namespace
 
 TEST_CASE("reuse freed memory case: reused" * doctest::skip()) {
-  if (!in_case()) return;
+  if (!ptadvise::testing::running_alone(kMarker)) return;
   ptadvise::reuse_freed_memory();
   std::fflush(nullptr);
   _exit(kCaseRan + allocate_and_free());
 }
 
 TEST_CASE("reuse freed memory case: default" * doctest::skip()) {
-  if (!in_case()) return;
+  if (!ptadvise::testing::running_alone(kMarker)) return;
   std::fflush(nullptr);
   _exit(kCaseRan + allocate_and_free());
 }
