@@ -29,8 +29,8 @@ constexpr int kThrew = 3;
 
 constexpr const char* kMarker = "PTADVISE_SHIELD_CASE";
 
-// Runs the skipped test case "bad alloc shield case: NAME" in a fresh copy of this program: its exit
-// code, or 128 + the signal that ended it.
+// Runs the skipped test case "bad alloc shield case: NAME" in a fresh copy of this program: the result
+// its body gave, or a negative code when it did not run to its end (case_alone.h).
 int run_case(const std::string& name) {
   return ptadvise::testing::run_case_alone("bad alloc shield case: " + name, kMarker);
 }
@@ -40,18 +40,17 @@ template <typename Body>
 void as_case(Body body) {
   if (!ptadvise::testing::running_alone(kMarker)) return;
   mallopt(M_MMAP_THRESHOLD, 1 << 20);  // fixed: large blocks are mappings of their own, which the limit sees
-  std::fflush(nullptr);
-  _exit(body());
+  ptadvise::testing::end_case(body());
 }
 
 // From here the process may map only `spare` bytes more than it maps now.
 void limit_address_space(size_t spare) {
   unsigned long pages = 0;
   FILE* statm = std::fopen("/proc/self/statm", "r");
-  if (statm == nullptr || std::fscanf(statm, "%lu", &pages) != 1) _exit(90);
+  if (statm == nullptr || std::fscanf(statm, "%lu", &pages) != 1) ptadvise::testing::end_case(90);
   std::fclose(statm);
   const rlimit limit{pages * static_cast<size_t>(sysconf(_SC_PAGESIZE)) + spare, RLIM_INFINITY};
-  if (setrlimit(RLIMIT_AS, &limit) != 0) _exit(91);
+  if (setrlimit(RLIMIT_AS, &limit) != 0) ptadvise::testing::end_case(91);
 }
 
 char* volatile g_kept;  // the blocks are kept: an allocation nobody uses may be left out by the compiler
@@ -128,7 +127,7 @@ TEST_CASE("bad alloc shield case: spent" * doctest::skip()) {
 }
 TEST_CASE("bad alloc shield case: exhausted" * doctest::skip()) {
   as_case([] {
-    ptadvise::set_out_of_memory_exit([]() noexcept { _exit(42); });
+    ptadvise::set_out_of_memory_exit([]() noexcept { ptadvise::testing::end_case(42); });
     ptadvise::BadAllocShield shield;
     limit_address_space(1 * kMiB);
     allocate(64 * kMiB);
@@ -156,6 +155,11 @@ TEST_CASE("bad alloc shield: a spent reserve is set aside again, or the shield r
 
 TEST_CASE("bad alloc shield: memory short past the reserve ends the process through the exit set for it") {
   CHECK(run_case("exhausted") == 42);
+}
+
+TEST_CASE("bad alloc shield: a case that does not exist is not taken for a result") {
+  // doctest exits 0 when its filter matches nothing; a renamed case must fail the checks above, not pass.
+  CHECK(run_case("no such case") == ptadvise::testing::kCaseNotRun);
 }
 
 TEST_CASE("bad alloc shield: compiling and matching the kernel table with memory short never ends in a signal") {
