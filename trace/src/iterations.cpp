@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <limits>
 #include <map>
+#include <optional>
 #include <string>
 
 #include "analysis_detail.h"
@@ -305,55 +306,85 @@ void leave_out_first_fragment(const Timeline& timeline, uint32_t track, Analysis
 
 bool find_annotation_steps(const Timeline& timeline, const NameClasses& names, Analysis& analysis) {
   const Events& events = timeline.events;
-  // Anchors live on the thread running the training loop; without any, the thread with a covering range.
-  std::vector<uint32_t> threads;
-  if (uint32_t t = anchor_thread(timeline, names); t != kNone) threads.push_back(t);
-  for (uint32_t t = 0; t < timeline.tracks.size(); ++t) {
-    if (timeline.tracks[t].kind == TrackKind::Cpu && (threads.empty() || t != threads.front())) threads.push_back(t);
-  }
-  for (uint32_t track : threads) {
+  struct Candidate {
+    uint32_t track = kNone;
+    std::vector<Occurrences> found;  // `cut` points into it (a moved vector keeps its elements in place)
+    Cut cut;
+    std::vector<Interval> cuts;
+    size_t ops = 0;  // the thread's ops and annotations
+  };
+  auto evaluate = [&](uint32_t track) -> std::optional<Candidate> {
     const auto& on_track = timeline.track_events[track];
-    if (on_track.empty()) continue;
     // The stretch of the thread its ops and annotations cover (nested ones lie inside their parents; with
     // `with_stack`, Python frames are the parents of every op, so none is at the top).
     int64_t from = std::numeric_limits<int64_t>::max(), to = std::numeric_limits<int64_t>::min();
+    size_t ops = 0;
     for (EventIndex i : on_track) {
       if (!is_op_or_annotation(events.kind[i])) continue;
       from = std::min(from, events.ts_ns[i]);
       to = std::max(to, events.end_ns(i));
+      ++ops;
     }
-    if (from > to) continue;
-    std::vector<Occurrences> found = collect(timeline, names, track, from, to + 1);
-    Cut cut = choose_cut(timeline, found);
-    if (cut.how == Cut::How::None) continue;
-    std::vector<Interval> cuts = cut_iterations(events, cut, from, to);
-    for (size_t k = 0; k < cuts.size(); ++k) {
-      Step step;
-      step.number = static_cast<int64_t>(k);
-      step.start_ns = cuts[k].start_ns;
-      step.end_ns = cuts[k].end_ns;
-      // A range ends with itself; a start-anchored iteration holds one optimizer step, with which the last
-      // one ends. (After-end anchors end every iteration alike, the last one too.)
-      if (cut.how == Cut::How::Ranges) step.anchor_end_ns = cuts[k].end_ns;
-      if (cut.how == Cut::How::AtStarts && cut.closing != nullptr) {
-        const auto closing =
-            nth_from(events, cut.closing->events, cuts[k].start_ns, std::max<size_t>(1, cut.closing_per_iteration));
-        const bool last = k + 1 == cuts.size();  // it ends with its optimizer step's end
-        if (closing != cut.closing->events.end() && (last || events.ts_ns[*closing] < cuts[k].end_ns)) {
-          step.anchor_end_ns = events.end_ns(*closing);
-        }
-      }
-      analysis.steps.push_back(step);
+    if (from > to) return std::nullopt;
+    Candidate c;
+    c.track = track;
+    c.ops = ops;
+    c.found = collect(timeline, names, track, from, to + 1);
+    c.cut = choose_cut(timeline, c.found);
+    if (c.cut.how == Cut::How::None) return std::nullopt;
+    c.cuts = cut_iterations(events, c.cut, from, to);
+    return c;
+  };
+  auto is_main = [&](uint32_t track) {
+    const Track& t = timeline.tracks[track];
+    return t.pid >= 0 && t.pid == t.tid;
+  };
+  // Anchors live on the thread running the training loop. Without a thread whose anchors cut iterations,
+  // the thread whose ranges cut the most, then the busiest, then the process's main thread: never the one
+  // that merely has the lowest thread id (another run of the same program numbers its threads otherwise).
+  std::optional<Candidate> chosen;
+  const uint32_t anchored = anchor_thread(timeline, names);
+  if (anchored != kNone) chosen = evaluate(anchored);
+  if (!chosen) {
+    for (uint32_t t = 0; t < timeline.tracks.size(); ++t) {
+      if (timeline.tracks[t].kind != TrackKind::Cpu || t == anchored) continue;
+      std::optional<Candidate> c = evaluate(t);
+      if (!c) continue;
+      const bool better = !chosen || c->cuts.size() > chosen->cuts.size() ||
+                          (c->cuts.size() == chosen->cuts.size() &&
+                           (c->ops > chosen->ops || (c->ops == chosen->ops && is_main(t) && !is_main(chosen->track))));
+      if (better) chosen = std::move(c);
     }
-    analysis.main_track = track;
-    analysis.step_source = StepSource::Annotations;
-    analysis.step_note = "no ProfilerStep markers; " + std::to_string(cuts.size()) + " iterations on thread " +
-                         std::string(timeline.strings.view(timeline.tracks[track].tid_text)) + ": " +
-                         describe(timeline, cut);
-    if (cut.how == Cut::How::AfterEnds) leave_out_first_fragment(timeline, track, analysis);
-    return true;
   }
-  return false;
+  if (!chosen) return false;
+  const uint32_t track = chosen->track;
+  const Cut& cut = chosen->cut;
+  const std::vector<Interval>& cuts = chosen->cuts;
+  for (size_t k = 0; k < cuts.size(); ++k) {
+    Step step;
+    step.number = static_cast<int64_t>(k);
+    step.start_ns = cuts[k].start_ns;
+    step.end_ns = cuts[k].end_ns;
+    // A range ends with itself; a start-anchored iteration holds one optimizer step, with which the last
+    // one ends. (After-end anchors end every iteration alike, the last one too.)
+    if (cut.how == Cut::How::Ranges) step.anchor_end_ns = cuts[k].end_ns;
+    if (cut.how == Cut::How::AtStarts && cut.closing != nullptr) {
+      const auto closing =
+          nth_from(events, cut.closing->events, cuts[k].start_ns, std::max<size_t>(1, cut.closing_per_iteration));
+      const bool last = k + 1 == cuts.size();  // it ends with its optimizer step's end
+      if (closing != cut.closing->events.end() && (last || events.ts_ns[*closing] < cuts[k].end_ns)) {
+        step.anchor_end_ns = events.end_ns(*closing);
+      }
+    }
+    analysis.steps.push_back(step);
+  }
+  analysis.main_track = track;
+  analysis.step_source = StepSource::Annotations;
+  analysis.step_note = "no ProfilerStep markers; " + std::to_string(cuts.size()) + " iterations on thread " +
+                       std::string(timeline.strings.view(timeline.tracks[track].tid_text)) + ": " +
+                       describe(timeline, cut);
+  if (cut.how == Cut::How::AfterEnds) leave_out_first_fragment(timeline, track, analysis);
+  return true;
 }
 
 void split_marker_steps(const Timeline& timeline, const NameClasses& names, Analysis& analysis) {

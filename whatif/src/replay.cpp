@@ -92,6 +92,7 @@ struct StepTimes {
   std::vector<int64_t> host_start, host_end, gpu_first, gpu_end;
   std::vector<uint8_t> gpu_span_only;  // Step::gpu_span_only
   std::vector<uint32_t> gpu_first_node;
+  std::vector<uint32_t> gpu_end_node;  // the GPU op whose end is gpu_end
 };
 
 StepTimes step_times(const Graph& g, const Schedule& s) {
@@ -103,6 +104,7 @@ StepTimes step_times(const Graph& g, const Schedule& s) {
   st.gpu_first.assign(n, kUnset);
   st.gpu_end.assign(n, kUnset);
   st.gpu_first_node.assign(n, kNone);
+  st.gpu_end_node.assign(n, kNone);
   st.gpu_span_only.assign(n, 0);
   for (size_t k = 0; k < n; ++k) st.gpu_span_only[k] = a.steps[k].gpu_span_only ? 1 : 0;
   std::vector<int64_t> any_first(n, kUnset);
@@ -119,7 +121,10 @@ StepTimes step_times(const Graph& g, const Schedule& s) {
       any_first[node.step] = start;
       any_first_node[node.step] = v;
     }
-    st.gpu_end[node.step] = std::max(st.gpu_end[node.step], end);
+    if (st.gpu_end_node[node.step] == kNone || end > st.gpu_end[node.step]) {
+      st.gpu_end[node.step] = end;
+      st.gpu_end_node[node.step] = v;
+    }
   }
   for (size_t k = 0; k < n; ++k) {
     if (st.gpu_first[k] == kUnset) {
@@ -235,8 +240,19 @@ void critical_path(const Graph& g, const Schedule& s, const StepTimes& st, bool 
         vertex = 2 * st.gpu_first_node[k + 1];
         until = s.time[vertex];
       }
+    } else if (from_gpu && st.gpu_end_node[k] != kNone) {
+      // The last step ends where the side that set its period ends: its last GPU op, or the main thread at
+      // the end of its host interval. Not the latest node of any thread: the profiler's stop cuts every
+      // thread's open events at the same instant, and a background thread must not win that tie.
+      vertex = 2 * st.gpu_end_node[k] + 1;
+      until = s.time[vertex];
+    } else if (g.main_lane != kNone) {
+      until = st.host_end[k];
+      const Lane& lane = g.lanes[g.main_lane];
+      auto it = std::upper_bound(lane.nodes.begin(), lane.nodes.end(), a.steps[k].period_host_end(),
+                                 [&g](int64_t t, uint32_t m) { return t < g.nodes[m].start_ns; });
+      if (it != lane.nodes.begin()) vertex = 2 * *(it - 1);  // the node running at the host interval's end
     } else {
-      // The last step ends with its last GPU op or the end of its host interval.
       int64_t latest = kUnset;
       for (uint32_t v = 0; v < g.nodes.size(); ++v) {
         if (g.nodes[v].step == k && s.time[2 * v + 1] > latest) {
