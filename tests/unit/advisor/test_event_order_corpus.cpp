@@ -3,8 +3,9 @@
 // user's own script) sort by time or keep no order at all. Every tie the analysis breaks (which op encloses
 // another of the same start and length, which thread carries the steps, which event stands for a site,
 // which evidence is shown) must fall the same way for all of them. Likewise for the order of the keys in
-// an event and for the numbers the host's processes and threads happen to have: another machine's
-// recording of the same program has other pids and tids, and nothing may depend on which is smaller.
+// an event and its args, and for the numbers the host's processes and threads and the GPU's streams happen
+// to have: another machine's recording of the same program has other pids, tids and stream ids, and
+// nothing may depend on which is smaller.
 #include <doctest/doctest.h>
 #include <nlohmann/json.hpp>
 #include <simdjson.h>
@@ -102,80 +103,121 @@ bool host_category(std::string_view category) {
   return host.contains(category);
 }
 
-// Host process and thread ids renamed so that their order is reversed: id -> kRenameBase - id.
+// Host process and thread ids renamed so that their order is reversed: id -> kRenameBase - id; GPU streams
+// (below kStreamLimit) likewise: stream -> kStreamBase - stream.
 constexpr int64_t kRenameBase = int64_t{1} << 40;
+constexpr int64_t kStreamBase = 100000, kStreamLimit = 10000;
 
-// Each event with its keys in reverse order, and the integer pids and tids of the host's processes
-// (those of host events, never of a GPU's) renamed. `renamed` gets new id -> old id.
-std::string rewrite_keys_and_host_ids(const EventList& list, std::map<int64_t, int64_t>& renamed) {
+struct Field {
+  std::string key;    // as JSON text, quoted
+  std::string value;  // the value's JSON text
+};
+
+// The fields of one JSON object, in their order, as text.
+std::vector<Field> object_fields(simdjson::ondemand::parser& parser, std::string_view raw) {
+  const simdjson::padded_string copy(raw);
+  simdjson::ondemand::document doc;
+  simdjson::ondemand::object object;
+  std::vector<Field> fields;
+  REQUIRE(parser.iterate(copy).get(doc) == simdjson::SUCCESS);
+  REQUIRE(doc.get_object().get(object) == simdjson::SUCCESS);
+  for (auto field_result : object) {
+    simdjson::ondemand::field field;
+    std::string_view key, value_raw;
+    REQUIRE(std::move(field_result).get(field) == simdjson::SUCCESS);
+    REQUIRE(field.unescaped_key().get(key) == simdjson::SUCCESS);
+    Field f{nlohmann::json(std::string(key)).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace), {}};
+    simdjson::ondemand::value& value = field.value();
+    simdjson::ondemand::json_type type = simdjson::ondemand::json_type::null;
+    REQUIRE(value.type().get(type) == simdjson::SUCCESS);
+    if (type == simdjson::ondemand::json_type::object) {
+      simdjson::ondemand::object inner;
+      REQUIRE(value.get_object().get(inner) == simdjson::SUCCESS);
+      REQUIRE(inner.raw_json().get(value_raw) == simdjson::SUCCESS);
+    } else if (type == simdjson::ondemand::json_type::array) {
+      simdjson::ondemand::array inner;
+      REQUIRE(value.get_array().get(inner) == simdjson::SUCCESS);
+      REQUIRE(inner.raw_json().get(value_raw) == simdjson::SUCCESS);
+    } else {
+      value_raw = value.raw_json_token();
+    }
+    f.value = std::string(value_raw);
+    while (!f.value.empty() && std::isspace(static_cast<unsigned char>(f.value.back()))) f.value.pop_back();
+    fields.push_back(std::move(f));
+  }
+  return fields;
+}
+
+std::optional<int64_t> as_int(const std::string& text) {
+  if (text.empty() || text.size() > 15 || text.find_first_not_of("0123456789") != std::string::npos) return std::nullopt;
+  return std::stoll(text);
+}
+
+std::string value_of(const std::vector<Field>& fields, std::string_view key) {
+  for (const Field& f : fields) {
+    if (f.key == key) return f.value;
+  }
+  return {};
+}
+
+struct Renamed {
+  std::map<int64_t, int64_t> host_ids;  // new id -> old id
+  std::map<int64_t, int64_t> streams;   // new stream -> old stream
+};
+
+// Each event, and its args, with their keys in reverse order; the integer pids and tids of the host's
+// processes (those of host events, never of a GPU's) and the GPU streams renamed in reverse order.
+std::string rewrite_keys_and_ids(const EventList& list, Renamed& renamed) {
   simdjson::ondemand::parser parser;
-  struct Field {
-    std::string key;
-    std::string value;
-  };
   std::vector<std::vector<Field>> events;
   std::set<int64_t> host_pids, gpu_pids;
-  auto as_int = [](const std::string& text) -> std::optional<int64_t> {
-    if (text.empty() || text.size() > 15 || text.find_first_not_of("0123456789") != std::string::npos) return std::nullopt;
-    return std::stoll(text);
-  };
   for (std::string_view raw : list.events) {
-    const simdjson::padded_string copy(raw);
-    simdjson::ondemand::document doc;
-    simdjson::ondemand::object object;
-    std::vector<Field> fields;
-    REQUIRE(parser.iterate(copy).get(doc) == simdjson::SUCCESS);
-    REQUIRE(doc.get_object().get(object) == simdjson::SUCCESS);
-    std::string category;
-    std::optional<int64_t> pid;
-    for (auto field_result : object) {
-      simdjson::ondemand::field field;
-      std::string_view key, value_raw;
-      REQUIRE(std::move(field_result).get(field) == simdjson::SUCCESS);
-      REQUIRE(field.unescaped_key().get(key) == simdjson::SUCCESS);
-      Field f{nlohmann::json(std::string(key)).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace), {}};
-      simdjson::ondemand::value& value = field.value();
-      simdjson::ondemand::json_type type = simdjson::ondemand::json_type::null;
-      REQUIRE(value.type().get(type) == simdjson::SUCCESS);
-      if (type == simdjson::ondemand::json_type::object) {
-        simdjson::ondemand::object inner;
-        REQUIRE(value.get_object().get(inner) == simdjson::SUCCESS);
-        REQUIRE(inner.raw_json().get(value_raw) == simdjson::SUCCESS);
-      } else if (type == simdjson::ondemand::json_type::array) {
-        simdjson::ondemand::array inner;
-        REQUIRE(value.get_array().get(inner) == simdjson::SUCCESS);
-        REQUIRE(inner.raw_json().get(value_raw) == simdjson::SUCCESS);
-      } else {
-        value_raw = value.raw_json_token();
-      }
-      f.value = std::string(value_raw);
-      while (!f.value.empty() && std::isspace(static_cast<unsigned char>(f.value.back()))) f.value.pop_back();
-      if (f.key == "\"cat\"" && f.value.size() >= 2) category = f.value.substr(1, f.value.size() - 2);
-      if (f.key == "\"pid\"") pid = as_int(f.value);
-      fields.push_back(std::move(f));
+    std::vector<Field> fields = object_fields(parser, raw);
+    std::string category = value_of(fields, "\"cat\"");
+    if (category.size() >= 2) category = category.substr(1, category.size() - 2);
+    if (const auto pid = as_int(value_of(fields, "\"pid\""))) {
+      if (gpu_category(category)) gpu_pids.insert(*pid);
+      if (host_category(category)) host_pids.insert(*pid);
     }
-    if (pid && gpu_category(category)) gpu_pids.insert(*pid);
-    if (pid && host_category(category)) host_pids.insert(*pid);
     events.push_back(std::move(fields));
   }
   for (int64_t pid : gpu_pids) host_pids.erase(pid);
+  auto stream = [&renamed](const std::string& value) {
+    const auto id = as_int(value);
+    if (!id || *id >= kStreamLimit) return value;
+    renamed.streams[kStreamBase - *id] = *id;
+    return std::to_string(kStreamBase - *id);
+  };
   std::string out = list.before;
   for (size_t e = 0; e < events.size(); ++e) {
     if (e > 0) out += ",\n";
-    std::optional<int64_t> pid;
-    for (const Field& f : events[e]) {
-      if (f.key == "\"pid\"") pid = as_int(f.value);
-    }
+    const auto pid = as_int(value_of(events[e], "\"pid\""));
     const bool host = pid && host_pids.contains(*pid);
+    std::string category = value_of(events[e], "\"cat\"");
+    const std::string phase = value_of(events[e], "\"ph\"");
+    // A GPU track's tid is its stream: on the GPU's events, its name and sort index, its flow ends.
+    const bool gpu_track = pid && gpu_pids.contains(*pid) &&
+                           (gpu_category(category.size() >= 2 ? category.substr(1, category.size() - 2) : "") ||
+                            phase == "\"M\"" || phase == "\"s\"" || phase == "\"f\"" || phase == "\"t\"");
     out += "{";
     for (size_t k = events[e].size(); k-- > 0;) {
       const Field& f = events[e][k];
       std::string value = f.value;
       if (host && (f.key == "\"pid\"" || f.key == "\"tid\"")) {
         if (auto id = as_int(value)) {
-          renamed[kRenameBase - *id] = *id;
+          renamed.host_ids[kRenameBase - *id] = *id;
           value = std::to_string(kRenameBase - *id);
         }
+      } else if (gpu_track && f.key == "\"tid\"") {
+        value = stream(value);
+      } else if (f.key == "\"args\"" && value.starts_with("{")) {
+        const std::vector<Field> args = object_fields(parser, value);
+        value = "{";
+        for (size_t a = args.size(); a-- > 0;) {
+          const bool names_stream = args[a].key == "\"stream\"" || args[a].key == "\"wait_on_stream\"";
+          value += args[a].key + ": " + (names_stream ? stream(args[a].value) : args[a].value) + (a > 0 ? ", " : "");
+        }
+        value += "}";
       }
       out += f.key + ": " + value + (k > 0 ? ", " : "");
     }
@@ -184,20 +226,25 @@ std::string rewrite_keys_and_host_ids(const EventList& list, std::map<int64_t, i
   return out + list.after;
 }
 
-// The report with the renamed ids given back their old numbers, wherever a number is written.
-nlohmann::json with_ids_restored(const nlohmann::json& report, const std::map<int64_t, int64_t>& renamed) {
-  const std::string dump = report.dump();
-  static const std::regex number("\\b[0-9]{12,14}\\b");
-  std::string restored;
-  auto from = dump.cbegin();
-  for (std::sregex_iterator it(dump.begin(), dump.end(), number), end; it != end; ++it) {
-    restored.append(from, (*it)[0].first);
-    const auto found = renamed.find(std::stoll(it->str()));
-    restored += found != renamed.end() ? std::to_string(found->second) : it->str();
-    from = (*it)[0].second;
-  }
-  restored.append(from, dump.cend());
-  return nlohmann::json::parse(restored);
+// The report with the renamed ids and streams given back their old numbers: host ids wherever a number
+// is written, streams where the report names a stream.
+nlohmann::json with_ids_restored(const nlohmann::json& report, const Renamed& renamed) {
+  auto restore = [](const std::string& text, const std::regex& pattern, const std::map<int64_t, int64_t>& names) {
+    std::string restored;
+    auto from = text.cbegin();
+    for (std::sregex_iterator it(text.begin(), text.end(), pattern), end; it != end; ++it) {
+      const std::ssub_match& number = (*it)[it->size() - 1];
+      restored.append(from, number.first);
+      const auto found = names.find(std::stoll(number.str()));
+      restored += found != names.end() ? std::to_string(found->second) : number.str();
+      from = number.second;
+    }
+    restored.append(from, text.cend());
+    return restored;
+  };
+  static const std::regex host_id("\\b([0-9]{12,14})\\b");
+  static const std::regex stream_number("(stream |\"stream\":)([0-9]+)");
+  return nlohmann::json::parse(restore(restore(report.dump(), host_id, renamed.host_ids), stream_number, renamed.streams));
 }
 
 // `check --format json` on one file, without what names the file or counts its bytes.
@@ -254,7 +301,7 @@ TEST_CASE("corpus: a trace's report does not depend on the order its events are 
   }
   std::sort(traces.begin(), traces.end());
   ptadvise::testing::TempDir dir;
-  size_t compared = 0, rewritten = 0, renamed_ids = 0;
+  size_t compared = 0, rewritten = 0, renamed_ids = 0, renamed_streams = 0;
   for (const auto& trace : traces) {
     CAPTURE(trace.filename().string());
     const simdjson::padded_string text(ptadvise::testing::gunzip_file(trace.string()));
@@ -284,22 +331,25 @@ TEST_CASE("corpus: a trace's report does not depend on the order its events are 
       }
       ++compared;
     }
-    std::map<int64_t, int64_t> renamed;
-    const std::string rewritten_text = rewrite_keys_and_host_ids(*list, renamed);
+    Renamed renamed;
+    const std::string rewritten_text = rewrite_keys_and_ids(*list, renamed);
     const std::string path = dir.file("renamed/" + trace.filename().string());
     std::filesystem::create_directories(std::filesystem::path(path).parent_path());
     std::ofstream(path) << rewritten_text;
     const nlohmann::json got = with_ids_restored(check_report(path), renamed);
     if (got != expected) {
       const nlohmann::json patch = nlohmann::json::diff(expected, got);
-      FAIL_CHECK("the report changed with the keys' order and the host's ids: " << patch.dump().substr(0, 2000));
+      FAIL_CHECK("the report changed with the keys' order and the host's ids and streams: "
+                 << patch.dump().substr(0, 2000));
     }
-    renamed_ids += renamed.size();
+    renamed_ids += renamed.host_ids.size();
+    renamed_streams += renamed.streams.size();
     ++rewritten;
   }
-  MESSAGE(compared << " reordered traces compared, " << rewritten << " with their keys reordered and " << renamed_ids
-                   << " host ids renamed");
+  MESSAGE(compared << " reordered traces compared, " << rewritten << " with their keys reordered, " << renamed_ids
+                   << " host ids and " << renamed_streams << " GPU streams renamed");
   CHECK(compared >= 40);
   CHECK(rewritten >= 20);
   CHECK(renamed_ids >= 40);
+  CHECK(renamed_streams >= 40);
 }
