@@ -55,6 +55,12 @@ void print_trace_header(const TraceReport& trace, std::ostream& out, const Palet
   if (!trace.device.empty()) steps += visible(trace.device) + ", ";
   steps += std::to_string(trace.step_count) + (trace.step_count == 1 ? " step of " : " steps of ") +
            fixed(trace.step_ms, 3) + " ms";
+  // The figures are per mean step; when some steps take far longer than the rest (an evaluation pass or a
+  // checkpoint every few steps), the typical step is not that long, and the reader should know.
+  if (trace.summary && trace.summary->steady_steps >= 3 && trace.summary->median_step_ms > 0) {
+    const double ratio = trace.step_ms / trace.summary->median_step_ms;
+    if (ratio >= 1.25 || ratio <= 0.8) steps += " on average, median " + fixed(trace.summary->median_step_ms, 3) + " ms";
+  }
   if (!trace.step_note.empty()) steps += " (" + visible(trace.step_note) + ")";
   wrapped(out, "  ", 2, steps, width, 4);
   std::string busy = trace.has_gpu ? "GPU busy " + fixed(trace.gpu_busy_pct, 1) + "%" : "no GPU activity in the trace";

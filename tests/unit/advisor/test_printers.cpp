@@ -52,6 +52,25 @@ TEST_CASE("text report: at most four lines per finding, one cost and one saving,
         "ignore` comments.\n");
 }
 
+TEST_CASE("text report: the header gives the median step when it is far from the mean") {
+  Report report = testing::sample_report();
+  auto header = [&report] {
+    const std::string text = printed(report, OutputFormat::Text);
+    const size_t line = text.find('\n') + 1;
+    return text.substr(line, text.find('\n', line) - line);
+  };
+  Summary summary;
+  summary.steady_steps = 8;
+  summary.median_step_ms = 12.5;  // every few steps one takes far longer (an evaluation pass)
+  report.traces[0].summary = summary;
+  CHECK(header() == "  NVIDIA A100-SXM4-80GB, 8 steps of 25.000 ms on average, median 12.500 ms");
+  report.traces[0].summary->median_step_ms = 24.0;  // within a quarter of the mean: the mean says it
+  CHECK(header() == "  NVIDIA A100-SXM4-80GB, 8 steps of 25.000 ms (ProfilerStep markers)");
+  report.traces[0].summary->median_step_ms = 12.5;
+  report.traces[0].summary->steady_steps = 2;  // too few steps for a median to mean more than the mean
+  CHECK(header() == "  NVIDIA A100-SXM4-80GB, 8 steps of 25.000 ms (ProfilerStep markers)");
+}
+
 TEST_CASE("text report: a line that would wrap gets the shorter text, never a cut number") {
   Report report = testing::sample_report();
   report.traces[0].findings.resize(1);
