@@ -23,11 +23,31 @@ constexpr double kWarmupRatio = 1.5;
 constexpr double kWarmupRatioWithOneOffWork = 1.1;
 
 // Occurrences of one name on one thread, in time order, none nested in another of the same kind of anchor.
+// A numbered range (`record_function(f"step_{i}")`) is one name: `name` is its first, `numbered` set.
 struct Occurrences {
   StringId name = 0;
   uint16_t classes = 0;
   std::vector<EventIndex> events;
+  bool numbered = false;
 };
+
+// The part of a range's name before a trailing number ("step_" of "step_12"), when it has one and text
+// before it; empty otherwise.
+std::string_view numbered_prefix(std::string_view name) {
+  size_t digits = 0;
+  while (digits < name.size() && digits < 18 && name[name.size() - 1 - digits] >= '0' &&
+         name[name.size() - 1 - digits] <= '9') {
+    ++digits;
+  }
+  if (digits == 0 || digits == name.size() || digits == 18) return {};
+  return name.substr(0, name.size() - digits);
+}
+
+uint64_t trailing_number(std::string_view name) {
+  uint64_t number = 0;
+  for (char c : name.substr(numbered_prefix(name).size())) number = number * 10 + static_cast<uint64_t>(c - '0');
+  return number;
+}
 
 // An anchor nested inside another anchor (Adam.step inside CombinedOptimizer.step) is part of that one.
 bool nested_in_anchor(const Timeline& timeline, const NameClasses& names, EventIndex i) {
@@ -57,22 +77,57 @@ bool is_top_level_range(const Timeline& timeline, const NameClasses& names, Even
   return p == kNone || (names.by_name[events.name[p]] & kStepMarker) != 0;
 }
 
-// Anchors and top-level ranges of `track` whose start lies in [from, to), grouped by name.
+// Anchors and top-level ranges of `track` whose start lies in [from, to), grouped by name. Ranges whose
+// names differ only in a trailing number that grows with time (`step_0`, `step_1`, ...: a loop's counter
+// in a `record_function` name) are one group, as ProfilerStep#N markers are.
 std::vector<Occurrences> collect(const Timeline& timeline, const NameClasses& names, uint32_t track, int64_t from,
                                  int64_t to) {
   const Events& events = timeline.events;
   std::map<StringId, Occurrences> by_name;
+  std::map<std::string_view, std::vector<StringId>> by_prefix;  // numbered names, in first-seen order
   for (EventIndex i : timeline.track_events[track]) {
     if (events.ts_ns[i] < from || events.ts_ns[i] >= to || !is_op_or_annotation(events.kind[i])) continue;
     uint16_t classes = names.by_name[events.name[i]];
     bool anchor = (classes & kAnchor) != 0 && !nested_in_anchor(timeline, names, i);
     if (!anchor && !is_top_level_range(timeline, names, i)) continue;
     Occurrences& o = by_name[events.name[i]];
+    if (o.events.empty() && !anchor) {
+      if (std::string_view prefix = numbered_prefix(timeline.strings.view(events.name[i])); !prefix.empty()) {
+        by_prefix[prefix].push_back(events.name[i]);
+      }
+    }
     o.name = events.name[i];
     o.classes = classes;
     // The same range written twice at one start (cpu_op and user_annotation) is one occurrence.
     if (!o.events.empty() && events.ts_ns[o.events.back()] == events.ts_ns[i]) continue;
     o.events.push_back(i);
+  }
+  for (auto& [prefix, members] : by_prefix) {
+    if (members.size() < 2) continue;
+    // One group when each name occurs once and the numbers grow with time; else the names stay apart.
+    std::vector<EventIndex> joined;
+    for (StringId name : members) {
+      const Occurrences& o = by_name[name];
+      if (o.events.size() != 1) {
+        joined.clear();
+        break;
+      }
+      joined.push_back(o.events.front());
+    }
+    if (joined.size() != members.size()) continue;
+    std::sort(joined.begin(), joined.end(), [&](EventIndex a, EventIndex b) { return events.ts_ns[a] < events.ts_ns[b]; });
+    bool growing = true;
+    for (size_t k = 1; k < joined.size() && growing; ++k) {
+      growing = trailing_number(timeline.strings.view(events.name[joined[k]])) >
+                trailing_number(timeline.strings.view(events.name[joined[k - 1]]));
+    }
+    if (!growing) continue;
+    const StringId first = events.name[joined.front()];
+    Occurrences group = by_name[first];
+    group.events = std::move(joined);
+    group.numbered = true;
+    for (StringId name : members) by_name.erase(name);
+    by_name[first] = std::move(group);
   }
   std::vector<Occurrences> out;
   for (auto& [name, o] : by_name) out.push_back(std::move(o));
@@ -230,7 +285,9 @@ std::string holds(const Timeline& timeline, const Cut& cut) {
 }
 
 std::string describe(const Timeline& timeline, const Cut& cut) {
-  std::string name = "`" + shorten(timeline.strings.view(cut.anchor->name), 70) + "`";
+  const std::string_view anchor = timeline.strings.view(cut.anchor->name);
+  std::string name = "`" + (cut.anchor->numbered ? shorten(numbered_prefix(anchor), 66) + "<N>"
+                                                 : shorten(anchor, 70)) + "`";
   switch (cut.how) {
     case Cut::How::AtStarts:
       return "each starts at " + name + holds(timeline, cut);

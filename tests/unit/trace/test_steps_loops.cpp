@@ -137,6 +137,38 @@ TEST_CASE("steps: the user's range around each iteration wins over a zero_grad i
   CHECK(analysis.step_of(find_event(timeline, "aten::mm", 6)) == 3);
 }
 
+TEST_CASE("steps: a range numbered by the loop (record_function(f\"step_{i}\")) is one range") {
+  // Each iteration in its own `step_<i>` range, zero_grad inside it: the numbered ranges are the iterations,
+  // as the same name repeated would be; the first is not a fragment before the first zero_grad.
+  auto loop = [](const std::vector<int>& numbers) {
+    TraceBuilder trace(Era::Kineto2023);
+    for (size_t k = 0; k < numbers.size(); ++k) {
+      const double t = 1000.0 * static_cast<double>(k);
+      trace.annotation("step_" + std::to_string(numbers[k]), t, 900);
+      trace.cpu_op("aten::mm", t + 20, 280);
+      trace.annotation("Optimizer.zero_grad#SGD.zero_grad", t + 330, 10);
+      trace.cpu_op("aten::mm", t + 350, 350);
+      trace.annotation("Optimizer.step#SGD.step", t + 740, 140);
+    }
+    return trace.load();
+  };
+  Timeline timeline = loop({7, 8, 9, 10, 11});
+  Analysis analysis = analyze(timeline);
+  Clock clock(timeline, find_event(timeline, "step_7"), 0);
+  REQUIRE(analysis.steps.size() == 5);
+  CHECK(analysis.step_note == "no ProfilerStep markers; 5 iterations on thread 1: each is one `step_<N>` range "
+                              "and holds one `Optimizer.step#SGD.step`");
+  check_step_bounds(analysis, clock, 0, 0, 900);
+  check_step_bounds(analysis, clock, 4, 4000, 4900);
+  CHECK(analysis.step_of(find_event(timeline, "aten::mm", 0)) == 0);
+  // Numbers that do not grow with time are not a loop's counter: the ranges stay apart, and the
+  // iterations come from the zero_grads.
+  Timeline shuffled = loop({3, 1, 4, 0, 2});
+  Analysis shuffled_analysis = analyze(shuffled);
+  CHECK(shuffled_analysis.step_note.find("range") == std::string::npos);
+  CHECK(shuffled_analysis.step_note.find("`Optimizer.zero_grad#SGD.zero_grad`") != std::string::npos);
+}
+
 TEST_CASE("steps: in traces that write ranges like ops, a top-level name without a namespace is a range") {
   // The legacy profiler writes record_function ranges and TorchScript calls (`forward`) as ops without a
   // category: 5 jit-traced forwards, nothing else repeating, are 5 iterations, not one whole window.
