@@ -293,6 +293,7 @@ Finding Evaluator::make_finding(const RuleInfo& info, const CompiledRule& rule, 
     if (!std::isnan(v)) other_ms += term.factor * v;
   }
   const StepClaims::Grant granted = step_claims_.grant(gpu_ms, other_ms);
+  const StepClaims::Grant alone = step_claims_.grant_alone(gpu_ms, other_ms);
   finding.saving_ms_per_step = granted.total_ms;
   finding.saving_pct = step_period_ms_ > 0 ? finding.saving_ms_per_step / step_period_ms_ * 100.0 : 0.0;
   finding.saving_method = rule.saving_method;
@@ -305,7 +306,10 @@ Finding Evaluator::make_finding(const RuleInfo& info, const CompiledRule& rule, 
                              info.id, rule.transform.method});
   }
   // The noise floor: a rule that estimates a saving reports only savings above both minimums (rules
-  // whose saving is 0 by design report facts, never fail a gate, and are exempt).
+  // whose saving is 0 by design report facts, never fail a gate, and are exempt). Measured on what the
+  // finding is worth on its own: whether a cause is reported must not depend on which rule took the GPU
+  // bound or the step first. One whose share, after earlier findings, is below the floor is reported with
+  // that share and fails no gate (ranking.cpp).
   below_noise_floor_ = false;
   const bool estimates_saving =
       std::any_of(rule.saving.begin(), rule.saving.end(), [](const SavingTerm& t) { return t.factor != 0; });
@@ -316,9 +320,14 @@ Finding Evaluator::make_finding(const RuleInfo& info, const CompiledRule& rule, 
       if (rule.thresholds[t].name == kMinSavingPct) min_pct = thresholds_[t];
     }
     finding.noise_floor_ms = std::max(min_ms, min_pct / 100.0 * step_period_ms_);
-    if (finding.saving_ms_per_step < min_ms || finding.saving_pct < min_pct) {
+    const double alone_pct = step_period_ms_ > 0 ? alone.total_ms / step_period_ms_ * 100.0 : 0.0;
+    if (alone.total_ms < min_ms || alone_pct < min_pct) {
       below_noise_floor_ = true;
       return finding;  // claims nothing
+    }
+    if (finding.saving_ms_per_step < finding.noise_floor_ms) {
+      finding.saving_method += " Earlier findings claimed what it would save on its own (no time is counted "
+                               "twice): it is reported, and fails no gate until they are fixed.";
     }
   }
   finding.message = render(rule.message, finding.site);

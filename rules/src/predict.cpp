@@ -125,7 +125,8 @@ void WhatIf::predict_findings(std::vector<Finding>& findings) const {
                     replayed_saving, claim);
     }
     finding.saving_method += (finding.saving_method.empty() ? "" : " ") + why + numbers;
-    if (finding.noise_floor_ms > 0 && finding.saving_ms_per_step < finding.noise_floor_ms) {
+    if (finding.noise_floor_ms > 0 && finding.saving_ms_per_step < finding.noise_floor_ms &&
+        claim >= finding.noise_floor_ms) {
       // Still reported: the cause is there (its claim passed the floor), but the step waits on other work.
       // It informs and never fails a gate (ranking.cpp, is_failing).
       finding.saving_method += " That is below the rule's noise floor: fix what the step waits on first "

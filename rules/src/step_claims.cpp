@@ -7,8 +7,10 @@ namespace ptadvise {
 StepClaims::StepClaims(const Analysis& analysis)
     : analysis_(analysis),
       claimed_ops_(analysis.timeline != nullptr ? analysis.timeline->events.size() : 0, 0),
-      gpu_left_ms_(analysis.gpu_bound_ns_per_step() / 1e6),
-      step_left_ms_(analysis.step_period_ns() / 1e6) {}
+      gpu_bound_ms_(analysis.gpu_bound_ns_per_step() / 1e6),
+      step_ms_(analysis.step_period_ns() / 1e6),
+      gpu_left_ms_(gpu_bound_ms_),
+      step_left_ms_(step_ms_) {}
 
 StepClaims::Time StepClaims::time_of(const std::vector<EventIndex>& events, double steps) const {
   Time time;
@@ -28,12 +30,24 @@ StepClaims::Time StepClaims::time_of(const std::vector<EventIndex>& events, doub
   return time;
 }
 
-StepClaims::Grant StepClaims::grant(double gpu_ms, double other_ms) const {
-  Grant granted;
-  granted.gpu_ms = std::clamp(gpu_ms, 0.0, std::max(0.0, gpu_left_ms_));
-  granted.total_ms = std::clamp(granted.gpu_ms + std::max(0.0, other_ms), 0.0, std::max(0.0, step_left_ms_));
+namespace {
+
+StepClaims::Grant grant_within(double gpu_ms, double other_ms, double gpu_left_ms, double step_left_ms) {
+  StepClaims::Grant granted;
+  granted.gpu_ms = std::clamp(gpu_ms, 0.0, std::max(0.0, gpu_left_ms));
+  granted.total_ms = std::clamp(granted.gpu_ms + std::max(0.0, other_ms), 0.0, std::max(0.0, step_left_ms));
   granted.gpu_ms = std::min(granted.gpu_ms, granted.total_ms);
   return granted;
+}
+
+}  // namespace
+
+StepClaims::Grant StepClaims::grant(double gpu_ms, double other_ms) const {
+  return grant_within(gpu_ms, other_ms, gpu_left_ms_, step_left_ms_);
+}
+
+StepClaims::Grant StepClaims::grant_alone(double gpu_ms, double other_ms) const {
+  return grant_within(gpu_ms, other_ms, gpu_bound_ms_, step_ms_);
 }
 
 void StepClaims::commit(const std::vector<const std::vector<EventIndex>*>& gpu_events, const Grant& granted) {

@@ -31,6 +31,8 @@ class StepClaims {
     double total_ms = 0;
   };
   Grant grant(double gpu_ms, double other_ms) const;
+  // The same as if no finding had been granted anything before: what the finding is worth on its own.
+  Grant grant_alone(double gpu_ms, double other_ms) const;
 
   // Records a reported finding's claims: its GPU ops and what it was granted.
   void commit(const std::vector<const std::vector<EventIndex>*>& gpu_events, const Grant& granted);
@@ -38,6 +40,8 @@ class StepClaims {
  private:
   const Analysis& analysis_;
   std::vector<uint8_t> claimed_ops_;  // per event
+  double gpu_bound_ms_ = 0;
+  double step_ms_ = 0;
   double gpu_left_ms_ = 0;
   double step_left_ms_ = 0;
 };
