@@ -69,7 +69,7 @@ bool infer_steps(const Timeline& timeline, Analysis& analysis, std::string& insi
 bool find_annotation_steps(const Timeline& timeline, const NameClasses& names, Analysis& analysis);
 // Splits each ProfilerStep that holds the same number (>= 2) of iterations into those iterations.
 void split_marker_steps(const Timeline& timeline, const NameClasses& names, Analysis& analysis);
-// After events are assigned: each step's period and the leading warm-up steps.
+// After events are assigned: each step's period and the leading warm-up steps (step_periods.cpp).
 void measure_periods(const Timeline& timeline, const NameClasses& names, Analysis& analysis);
 
 // Busy union and the idle ledger (idle.cpp).
