@@ -73,16 +73,21 @@ Schedule schedule(const Graph& g, const Changes& changes, bool with_binders) {
   return s;
 }
 
-// Where a measured instant on a lane lies in the replay: the same offset into the node running then.
-int64_t replayed_instant(const Graph& g, const Schedule& s, uint32_t lane_index, int64_t time) {
+// The node of a lane running at a measured instant (the last to start at or before it), else kNone.
+uint32_t node_running_at(const Graph& g, uint32_t lane_index, int64_t time) {
   const Lane& lane = g.lanes[lane_index];
   auto it = std::upper_bound(lane.nodes.begin(), lane.nodes.end(), time,
                              [&g](int64_t t, uint32_t n) { return t < g.nodes[n].start_ns; });
-  if (it == lane.nodes.begin()) {
-    const uint32_t n = lane.nodes.front();
-    return s.time[2 * n] - (g.nodes[n].start_ns - time);
+  return it == lane.nodes.begin() ? kNone : *(it - 1);
+}
+
+// Where a measured instant on a lane lies in the replay: the same offset into the node running then.
+int64_t replayed_instant(const Graph& g, const Schedule& s, uint32_t lane_index, int64_t time) {
+  const uint32_t n = node_running_at(g, lane_index, time);
+  if (n == kNone) {
+    const uint32_t first = g.lanes[lane_index].nodes.front();
+    return s.time[2 * first] - (g.nodes[first].start_ns - time);
   }
-  const uint32_t n = *(it - 1);
   const int64_t offset = time - g.nodes[n].start_ns;
   return std::min(s.time[2 * n] + offset, std::max(s.time[2 * n + 1], s.time[2 * n]) +
                                               std::max<int64_t>(0, offset - g.nodes[n].dur_ns));
@@ -231,10 +236,8 @@ void critical_path(const Graph& g, const Schedule& s, const StepTimes& st, bool 
     if (k + 1 < n) {
       if (!from_gpu && g.main_lane != kNone) {
         until = st.host_start[k + 1];
-        const Lane& lane = g.lanes[g.main_lane];
-        auto it = std::upper_bound(lane.nodes.begin(), lane.nodes.end(), a.steps[k + 1].start_ns,
-                                   [&g](int64_t t, uint32_t m) { return t < g.nodes[m].start_ns; });
-        if (it != lane.nodes.begin()) vertex = 2 * *(it - 1);  // the node running at the next step's start
+        const uint32_t running = node_running_at(g, g.main_lane, a.steps[k + 1].start_ns);
+        if (running != kNone) vertex = 2 * running;  // the node running at the next step's start
       }
       if (from_gpu && st.gpu_first_node[k + 1] != kNone) {
         vertex = 2 * st.gpu_first_node[k + 1];
@@ -248,10 +251,8 @@ void critical_path(const Graph& g, const Schedule& s, const StepTimes& st, bool 
       until = s.time[vertex];
     } else if (g.main_lane != kNone) {
       until = st.host_end[k];
-      const Lane& lane = g.lanes[g.main_lane];
-      auto it = std::upper_bound(lane.nodes.begin(), lane.nodes.end(), a.steps[k].period_host_end(),
-                                 [&g](int64_t t, uint32_t m) { return t < g.nodes[m].start_ns; });
-      if (it != lane.nodes.begin()) vertex = 2 * *(it - 1);  // the node running at the host interval's end
+      const uint32_t running = node_running_at(g, g.main_lane, a.steps[k].period_host_end());
+      if (running != kNone) vertex = 2 * running;  // the node running at the host interval's end
     } else {
       int64_t latest = kUnset;
       for (uint32_t v = 0; v < g.nodes.size(); ++v) {
