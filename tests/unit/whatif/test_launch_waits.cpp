@@ -1,0 +1,113 @@
+// Which launch calls the step graph takes for host waits: a call that returned after its op ended waits
+// for it only when the thread's launches block (CUDA_LAUNCH_BLOCKING=1) or the op is a pageable copy;
+// a tiny kernel on an idle stream that ends before its launch returns is not waited for.
+#include <doctest/doctest.h>
+
+#include <string>
+
+#include "ptadvise/analysis.h"
+#include "ptadvise/whatif.h"
+#include "trace_builder.h"
+
+using namespace ptadvise;
+
+namespace {
+
+enum class Launches { Asynchronous, Blocking };
+
+// Step k runs from 1000 + 200k µs: 8 kernel launches, a stream sync, then one more launch on the idle
+// stream and a device-to-host copy (pageable or pinned).
+Timeline steps(Launches launches, const std::string& copy_destination) {
+  testing::TraceBuilder trace(testing::Era::Kineto2023);
+  trace.device(0, "NVIDIA A100", 8, 0, 80LL << 30);
+  for (int k = 0; k < 3; ++k) {
+    const double s = 1000 + 200.0 * k;
+    trace.annotation("ProfilerStep#" + std::to_string(k + 1), s, 200);
+    if (launches == Launches::Asynchronous) {
+      // The first kernel runs 100 µs; the others queue behind it, 5 µs each, and end by +145.
+      for (int i = 0; i < 8; ++i) {
+        const double gpu_start = i == 0 ? s + 10 : s + 110 + 5 * (i - 1);
+        trace.launch(i == 0 ? "gemm_kernel" : "small_kernel", s + 5 + 8 * i, 5, gpu_start, i == 0 ? 100 : 5);
+      }
+      trace.runtime("cudaStreamSynchronize", s + 70, 76, trace.next_correlation());
+    } else {
+      // Each launch returns once its kernel ended: 2 µs of latency, the kernel, 2 µs back; done by +126.
+      double t = s + 5;
+      for (int i = 0; i < 8; ++i) {
+        const double kernel_us = i == 0 ? 60 : 3;
+        trace.launch(i == 0 ? "gemm_kernel" : "small_kernel", t, kernel_us + 4, t + 2, kernel_us);
+        t += kernel_us + 5;
+      }
+    }
+    // On the idle stream: the kernel runs 2 µs and ends before its 6 µs launch call returns.
+    trace.launch("tiny_kernel", s + 150, 6, s + 152, 2);
+    const int64_t copy = trace.next_correlation();
+    trace.runtime("cudaMemcpyAsync", s + 160, 20, copy);
+    trace.memcpy("DtoH", "Device", copy_destination, s + 165, 10, 4096, copy);
+    trace.flow(copy, s + 160, 1, s + 165, 0, 7);
+  }
+  return trace.load();
+}
+
+EventIndex nth(const Timeline& timeline, std::string_view name, int n) {
+  for (EventIndex i = 0; i < timeline.events.size(); ++i) {
+    if (timeline.name(i) == name && n-- == 0) return i;
+  }
+  return kNone;
+}
+
+whatif::NodeKind kind_of(const whatif::Graph& graph, EventIndex call) {
+  REQUIRE(call != kNone);
+  REQUIRE(graph.node_of_event[call] != kNone);
+  return graph.nodes[graph.node_of_event[call]].kind;
+}
+
+}  // namespace
+
+TEST_CASE("whatif: a tiny kernel that ends before its launch returns is not waited for; blocking launches and pageable copies are") {
+  SUBCASE("asynchronous launches, a pageable copy") {
+    Timeline timeline = steps(Launches::Asynchronous, "Pageable");
+    Analysis analysis = analyze(timeline);
+    REQUIRE(analysis.steady_step_count() == 3);
+    const whatif::Graph graph = whatif::build_graph(analysis);
+    for (int k = 0; k < 3; ++k) {
+      CAPTURE(k);
+      // Launch 9 of the step outlasted its kernel, 1 of 9 launches: not a wait.
+      CHECK(kind_of(graph, nth(timeline, "cudaLaunchKernel", 9 * k + 8)) == whatif::NodeKind::Call);
+      CHECK(kind_of(graph, nth(timeline, "cudaLaunchKernel", 9 * k)) == whatif::NodeKind::Call);
+      CHECK(kind_of(graph, nth(timeline, "cudaStreamSynchronize", k)) == whatif::NodeKind::HostWait);
+      // The driver copies to pageable memory before the call returns.
+      CHECK(kind_of(graph, nth(timeline, "cudaMemcpyAsync", k)) == whatif::NodeKind::HostWait);
+    }
+    CHECK(graph.inferred_waits == 6);
+  }
+  SUBCASE("asynchronous launches, a pinned copy") {
+    Timeline timeline = steps(Launches::Asynchronous, "Pinned");
+    Analysis analysis = analyze(timeline);
+    const whatif::Graph graph = whatif::build_graph(analysis);
+    for (int k = 0; k < 3; ++k) {
+      CAPTURE(k);
+      CHECK(kind_of(graph, nth(timeline, "cudaMemcpyAsync", k)) == whatif::NodeKind::Call);
+      CHECK(kind_of(graph, nth(timeline, "cudaLaunchKernel", 9 * k + 8)) == whatif::NodeKind::Call);
+    }
+    CHECK(graph.inferred_waits == 3);  // the stream syncs alone
+  }
+  SUBCASE("blocking launches (CUDA_LAUNCH_BLOCKING=1)") {
+    Timeline timeline = steps(Launches::Blocking, "Pinned");
+    Analysis analysis = analyze(timeline);
+    REQUIRE(analysis.steady_step_count() == 3);
+    const whatif::Graph graph = whatif::build_graph(analysis);
+    for (int k = 0; k < 3; ++k) {
+      CAPTURE(k);
+      for (int i = 0; i < 9; ++i) {
+        CAPTURE(i);
+        CHECK(kind_of(graph, nth(timeline, "cudaLaunchKernel", 9 * k + i)) == whatif::NodeKind::HostWait);
+      }
+    }
+    // With every launch blocking, the copy's call waits for its copy too, pinned or not.
+    CHECK(kind_of(graph, nth(timeline, "cudaMemcpyAsync", 1)) == whatif::NodeKind::HostWait);
+    CHECK(graph.inferred_waits == 30);
+    const whatif::ReplayResult unchanged = whatif::replay(graph);
+    CHECK(unchanged.replayed_step_ms == doctest::Approx(unchanged.measured_step_ms));
+  }
+}
