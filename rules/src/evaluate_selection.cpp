@@ -84,13 +84,6 @@ void merge_runs(std::vector<EventIndex>& events, std::vector<size_t> run_starts)
 
 }  // namespace
 
-bool Evaluator::waits_for_gpu(EventIndex i) const {
-  const EventKind kind = ev_.kind[i];
-  if (kind != EventKind::Runtime && kind != EventKind::Driver) return false;
-  const EventIndex gpu_op = i < ev_.launch.size() ? ev_.launch[i] : kNone;
-  return gpu_op != kNone && is_gpu_activity(ev_.kind[gpu_op]) && ev_.end_ns(i) >= ev_.end_ns(gpu_op);
-}
-
 bool Evaluator::any_ancestor(EventIndex i, NameCache& cache) const {
   EventIndex start = anchor(i);
   if (start == kNone) return false;
@@ -306,7 +299,7 @@ std::vector<EventIndex> Evaluator::select(const Selection& selection) {
       if ((selection.in_step || selection.after_first_step) && s == kNone) return;
       if (selection.after_first_step && s == 0) return;
     }
-    if (selection.waits_for_gpu && !waits_for_gpu(i)) return;
+    if (selection.waits_for_gpu && !a_.call_waits_for_op(i)) return;
     if (selection.charged_idle != 0 && !charged[i]) return;
     bool ok = true;
     for (const auto& predicate : selection.args) {

@@ -92,7 +92,6 @@ class Evaluator {
   }
 
   // A launch call that returns no earlier than the end of the GPU op it launched.
-  bool waits_for_gpu(EventIndex i) const;
 
   EventIndex parent(EventIndex i) const { return i < ev_.parent.size() ? ev_.parent[i] : kNone; }
 

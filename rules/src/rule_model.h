@@ -51,8 +51,8 @@ struct Selection {
   bool in_step = false;
   bool after_first_step = false;
   bool in_warmup = false;  // only events of the warm-up steps (every other selection leaves them out)
-  // Runtime/driver calls that return only after the GPU op they launched has finished (synchronous launches,
-  // CUDA_LAUNCH_BLOCKING, pageable copies); other events never match.
+  // Runtime/driver calls that waited for the GPU op they launched (Analysis::call_waits_for_op: launches on
+  // a thread whose launches block, CUDA_LAUNCH_BLOCKING; pageable copies); other events never match.
   bool waits_for_gpu = false;
   // `charged_idle: [causes]`: only events the idle ledger charges as the culprit of idle time of these
   // causes (bits of 1 << IdleCause; 0 = no filter).

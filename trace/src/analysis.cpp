@@ -7,6 +7,7 @@
 #include <cctype>
 #include <charconv>
 #include <mutex>
+#include <string_view>
 
 #include "analysis_detail.h"
 #include "host_pieces.h"
@@ -174,7 +175,10 @@ Analysis analyze(const Timeline& timeline, const KernelClassifier& kernels, unsi
     detail::compute_step_windows(analysis);
   };
   std::vector<detail::DeviceBusy> busy;
-  auto devices = [&] { busy = detail::compute_busy(timeline, analysis); };
+  auto devices = [&] {
+    busy = detail::compute_busy(timeline, analysis);
+    analysis.blocking_launches = blocking_launch_tracks(timeline);
+  };
   // Three independent parts, each writing its own members of the analysis, shared out between (at most)
   // two threads, longest first: the steps, the ops by External id (only the idle ledger needs them), the
   // devices' busy time.
@@ -191,6 +195,66 @@ Analysis analyze(const Timeline& timeline, const KernelClassifier& kernels, unsi
 namespace {
 
 bool is_step_marker(const Timeline& timeline, EventIndex i) { return timeline.name(i).starts_with("ProfilerStep#"); }
+
+bool is_call(const Events& events, EventIndex i) {
+  return i < events.size() && (events.kind[i] == EventKind::Runtime || events.kind[i] == EventKind::Driver);
+}
+
+// Host and GPU timestamps come from two clocks that Kineto lines up to within microseconds, not exactly
+// (up to about 10 µs between runs of the same machine): relations between a call's and its op's times are
+// only read with this much slack, and durations, which no offset changes, decide.
+constexpr int64_t kClockOffsetNs = 20'000;
+constexpr int64_t kRoundingNs = 1'000;  // each side rounds to µs on its own
+// A kernel this long outlasts any launch call that does not wait for it.
+constexpr int64_t kLongKernelNs = 50'000;
+
+// The call lasted at least as long as its op and the op ran inside it, up to the clocks' offset: what a
+// call that waits for its op looks like, whatever the offset.
+bool spans(const Events& events, EventIndex call, EventIndex op) {
+  return events.dur_ns[call] + kRoundingNs >= events.dur_ns[op] &&
+         events.ts_ns[op] + kClockOffsetNs >= events.ts_ns[call] && events.end_ns(op) <= events.end_ns(call) + kClockOffsetNs;
+}
+
+// Copies whose name says pinned memory, or device to device, never block the call; pageable ones do, and
+// so may copies whose name does not say (older traces, ROCm).
+bool synchronous_copy(const Timeline& timeline, EventIndex op) {
+  if (timeline.events.kind[op] != EventKind::Memcpy) return false;
+  const std::string_view name = timeline.name(op);
+  return name.find("Pinned") == std::string_view::npos && name.find("Device -> Device") == std::string_view::npos;
+}
+
+}  // namespace
+
+// Only launches of long kernels tell: a call that does not wait returns within microseconds, long before
+// such a kernel ends; one that waits spans it. Tiny kernels on an idle GPU end within their launch call
+// either way (and a few microseconds of clock offset decide whether they seem to), so a thread that
+// launches no long kernel is not taken to block.
+std::vector<uint8_t> blocking_launch_tracks(const Timeline& timeline) {
+  const Events& events = timeline.events;
+  std::vector<uint32_t> long_launches(timeline.tracks.size(), 0), spanned(timeline.tracks.size(), 0);
+  for (EventIndex i = 0; i < events.size(); ++i) {
+    if (!is_call(events, i)) continue;
+    const EventIndex op = events.launch[i];
+    if (op == kNone || events.kind[op] != EventKind::Kernel || events.dur_ns[op] < kLongKernelNs) continue;
+    if (events.track[i] >= long_launches.size()) continue;
+    ++long_launches[events.track[i]];
+    if (spans(events, i, op)) ++spanned[events.track[i]];
+  }
+  std::vector<uint8_t> blocking(timeline.tracks.size(), 0);
+  for (size_t t = 0; t < blocking.size(); ++t) blocking[t] = long_launches[t] > 0 && 2 * spanned[t] >= long_launches[t];
+  return blocking;
+}
+
+bool Analysis::call_waits_for_op(EventIndex i) const {
+  const Events& events = timeline->events;
+  if (!is_call(events, i)) return false;
+  const EventIndex op = events.launch[i];
+  if (op == kNone || !is_gpu_activity(events.kind[op]) || !spans(events, i, op)) return false;
+  const uint32_t track = events.track[i];
+  return (track < blocking_launches.size() && blocking_launches[track]) || synchronous_copy(*timeline, op);
+}
+
+namespace {
 
 // A value of `start` that follows from its parent's (`outside` above the outermost event) through
 // `derive(event, value of its parent)`, memoised in `memo` for `start` and every event up to the first

@@ -60,8 +60,6 @@ class Builder {
   uint32_t recorded_op(EventIndex sync_record, int64_t device);
   void stream_event_edges();
   void wait_edges();
-  bool launches_block(const Lane& lane);
-  bool synchronous_copy(EventIndex op) const;
   void records_drain(EventIndex record, uint32_t last_launched, std::vector<uint32_t>& drained);
   void worker_wait_edges();
 

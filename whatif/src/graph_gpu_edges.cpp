@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <limits>
 #include <map>
-#include <string_view>
 #include <unordered_map>
 
 #include "graph_builder.h"
@@ -204,7 +203,6 @@ void Builder::wait_edges() {
   for (const Lane& lane : g_.lanes) {
     if (lane.gpu) continue;
     uint32_t last_launched = kNone;  // the thread's last GPU op, for stream syncs without a record
-    const bool blocking_launches = launches_block(lane);
     for (uint32_t n : lane.nodes) {
       Node& node = g_.nodes[n];
       if (node.kind != NodeKind::Call || g_.node_of_event[node.event] != n) continue;
@@ -230,12 +228,16 @@ void Builder::wait_edges() {
           if (op != kNone) drained.push_back(op);
         }
       }
-      // A launch that returns only after its op ended: on a thread whose launches block
-      // (CUDA_LAUNCH_BLOCKING), or a copy from or to pageable memory, which the driver does synchronously.
-      if (drained.empty() && g_.first_launched[n] != kNone) {
+      // A launch that returns only after its op ended, on a thread whose launches block
+      // (CUDA_LAUNCH_BLOCKING), or a copy from or to pageable memory, which the driver does before it
+      // returns. Other launches outlast their op too, each a tiny op started on an idle stream and done
+      // before its call returned: taken for waits, they tie the host to the GPU in the replay wherever a
+      // fix makes the GPU busier, and a microsecond of clock offset between the host's and the GPU's
+      // timestamps decides which launches they are (Analysis::call_waits_for_op).
+      // (The op must also end within the call as measured, so that the unchanged replay stays exact.)
+      if (drained.empty() && g_.first_launched[n] != kNone && a_.call_waits_for_op(call)) {
         const Node& op = g_.nodes[g_.first_launched[n]];
-        const bool outlasted = node.start_ns + node.dur_ns >= op.start_ns + op.dur_ns;
-        if (outlasted && (blocking_launches || synchronous_copy(op.event))) drained.push_back(g_.first_launched[n]);
+        if (node.start_ns + node.dur_ns >= op.start_ns + op.dur_ns) drained.push_back(g_.first_launched[n]);
       }
       if (g_.first_launched[n] != kNone) last_launched = g_.first_launched[n];
       if (named_wait || has_record) node.category = Category::Sync;
@@ -254,33 +256,6 @@ void Builder::wait_edges() {
       ++g_.inferred_waits;
     }
   }
-}
-
-// Whether the thread's launches return only once their op ended (CUDA_LAUNCH_BLOCKING=1): then (almost)
-// every launch outlasts its op. Without it a few do too, each a tiny op started on an idle stream and done
-// before its call returned, which says nothing about the call waiting: taken for waits, they tie the host
-// to the GPU in the replay wherever a fix makes the GPU busier, and one microsecond of clock offset between
-// the host's and the GPU's timestamps decides which launches they are.
-bool Builder::launches_block(const Lane& lane) {
-  size_t launches = 0;
-  size_t outlasted = 0;
-  for (uint32_t n : lane.nodes) {
-    const Node& node = g_.nodes[n];
-    if (node.kind != NodeKind::Call || g_.node_of_event[node.event] != n || g_.first_launched[n] == kNone) continue;
-    if (names_.is(tl_, node.event, kBlockingCall)) continue;  // synchronous copies wait anyway
-    const Node& op = g_.nodes[g_.first_launched[n]];
-    ++launches;
-    if (node.start_ns + node.dur_ns >= op.start_ns + op.dur_ns) ++outlasted;
-  }
-  return launches > 0 && 2 * outlasted >= launches;
-}
-
-// A copy the driver performs before the call returns: from or to pageable host memory. Copies whose name
-// does not say (older traces, ROCm) count too when their call outlasted them; pinned ones never block.
-bool Builder::synchronous_copy(EventIndex op) const {
-  if (op == kNone || ev_.kind[op] != EventKind::Memcpy) return false;
-  const std::string_view name = tl_.name(op);
-  return name.find("Pinned") == std::string_view::npos && name.find("Device -> Device") == std::string_view::npos;
 }
 
 void Builder::records_drain(EventIndex record, uint32_t last_launched, std::vector<uint32_t>& drained) {

@@ -17,7 +17,9 @@ enum class Launches { Asynchronous, Blocking };
 
 // Step k runs from 1000 + 200k µs: 8 kernel launches, a stream sync, then one more launch on the idle
 // stream and a device-to-host copy (pageable or pinned).
-Timeline steps(Launches launches, const std::string& copy_destination) {
+// `gpu_offset_us` moves every GPU timestamp, as an inexact alignment of the GPU's clock with the host's does.
+Timeline steps(Launches launches, const std::string& copy_destination, double gpu_offset_us = 0) {
+  const double o = gpu_offset_us;
   testing::TraceBuilder trace(testing::Era::Kineto2023);
   trace.device(0, "NVIDIA A100", 8, 0, 80LL << 30);
   for (int k = 0; k < 3; ++k) {
@@ -27,7 +29,7 @@ Timeline steps(Launches launches, const std::string& copy_destination) {
       // The first kernel runs 100 µs; the others queue behind it, 5 µs each, and end by +145.
       for (int i = 0; i < 8; ++i) {
         const double gpu_start = i == 0 ? s + 10 : s + 110 + 5 * (i - 1);
-        trace.launch(i == 0 ? "gemm_kernel" : "small_kernel", s + 5 + 8 * i, 5, gpu_start, i == 0 ? 100 : 5);
+        trace.launch(i == 0 ? "gemm_kernel" : "small_kernel", s + 5 + 8 * i, 5, gpu_start + o, i == 0 ? 100 : 5);
       }
       trace.runtime("cudaStreamSynchronize", s + 70, 76, trace.next_correlation());
     } else {
@@ -35,16 +37,16 @@ Timeline steps(Launches launches, const std::string& copy_destination) {
       double t = s + 5;
       for (int i = 0; i < 8; ++i) {
         const double kernel_us = i == 0 ? 60 : 3;
-        trace.launch(i == 0 ? "gemm_kernel" : "small_kernel", t, kernel_us + 4, t + 2, kernel_us);
+        trace.launch(i == 0 ? "gemm_kernel" : "small_kernel", t, kernel_us + 4, t + 2 + o, kernel_us);
         t += kernel_us + 5;
       }
     }
     // On the idle stream: the kernel runs 2 µs and ends before its 6 µs launch call returns.
-    trace.launch("tiny_kernel", s + 150, 6, s + 152, 2);
+    trace.launch("tiny_kernel", s + 150, 6, s + 152 + o, 2);
     const int64_t copy = trace.next_correlation();
     trace.runtime("cudaMemcpyAsync", s + 160, 20, copy);
-    trace.memcpy("DtoH", "Device", copy_destination, s + 165, 10, 4096, copy);
-    trace.flow(copy, s + 160, 1, s + 165, 0, 7);
+    trace.memcpy("DtoH", "Device", copy_destination, s + 165 + o, 10, 4096, copy);
+    trace.flow(copy, s + 160, 1, s + 165 + o, 0, 7);
   }
   return trace.load();
 }
@@ -109,5 +111,33 @@ TEST_CASE("whatif: a tiny kernel that ends before its launch returns is not wait
     CHECK(graph.inferred_waits == 30);
     const whatif::ReplayResult unchanged = whatif::replay(graph);
     CHECK(unchanged.replayed_step_ms == doctest::Approx(unchanged.measured_step_ms));
+  }
+}
+
+TEST_CASE("analysis: which calls wait for their op does not depend on the offset between the host and GPU clocks") {
+  for (const double offset_us : {-10.0, -1.0, 0.0, 1.0, 10.0}) {
+    CAPTURE(offset_us);
+    {
+      // Asynchronous launches: with the GPU clock early, most small kernels seem to end before their launch
+      // returns; the 100 µs kernel's 5 µs launch never spans it, so the thread does not block.
+      Timeline timeline = steps(Launches::Asynchronous, "Pageable", offset_us);
+      Analysis analysis = analyze(timeline);
+      REQUIRE(analysis.blocking_launches.size() == timeline.tracks.size());
+      const EventIndex launch = nth(timeline, "cudaLaunchKernel", 0);
+      CHECK(analysis.blocking_launches[timeline.events.track[launch]] == 0);
+      for (int k = 0; k < 3; ++k) {
+        CHECK_FALSE(analysis.call_waits_for_op(nth(timeline, "cudaLaunchKernel", 9 * k + 8)));
+        CHECK(analysis.call_waits_for_op(nth(timeline, "cudaMemcpyAsync", k)));  // pageable: the driver copies
+      }
+    }
+    {
+      // Blocking launches: with the GPU clock late, the kernels seem to end after their call returned; the
+      // calls still last as long as their kernels.
+      Timeline timeline = steps(Launches::Blocking, "Pinned", offset_us);
+      Analysis analysis = analyze(timeline);
+      const EventIndex launch = nth(timeline, "cudaLaunchKernel", 0);
+      CHECK(analysis.blocking_launches[timeline.events.track[launch]] == 1);
+      for (int i = 0; i < 27; ++i) CHECK(analysis.call_waits_for_op(nth(timeline, "cudaLaunchKernel", i)));
+    }
   }
 }

@@ -148,6 +148,9 @@ struct Analysis {
   std::vector<StepLedger> step_ledger;          // per step: busy time and the GPU-time bound
   std::vector<uint32_t> event_step;             // per event: index into steps, or kNone
   uint32_t main_track = kNone;  // the CPU thread carrying the step markers, else the one launching most GPU work
+  // Per track: whether the thread's kernel launches block (CUDA_LAUNCH_BLOCKING=1): at least half of its
+  // launches of kernels of 50 µs or more span their kernel (docs/ANALYSIS.md, "Calls that wait").
+  std::vector<uint8_t> blocking_launches;
   CpuOpsByExternalId cpu_op_by_external_id;  // CPU ops other than step markers, by `External id` (> 0)
   // Family of every kernel name (data/kernel_families.yaml plus the user's tables), indexed by StringId.
   std::vector<KernelFamily> kernel_family;
@@ -157,6 +160,11 @@ struct Analysis {
   KernelFamily family_of(EventIndex i) const;
   // Innermost enclosing CPU op (skipping runtime/annotation layers) of a GPU op or runtime call.
   EventIndex cpu_op_of(EventIndex i) const;
+  // Runtime/driver call `i` waited for the GPU op it launched: the op ran inside the call (up to the
+  // offset between the host's and the GPU's clocks), on a thread whose launches block or for a copy the
+  // driver does before returning (from or to pageable memory). A tiny kernel on an idle stream can end
+  // before its launch call returns without the call waiting for it.
+  bool call_waits_for_op(EventIndex i) const;
   // Enclosing chain from outermost to innermost CPU op/annotation names, for display.
   std::vector<EventIndex> op_chain(EventIndex i) const;
   // First user frame (not torch, site-packages or the standard library) from the python_function
@@ -209,6 +217,9 @@ bool is_library_frame(std::string_view file);
 // `kernels` sorts kernel names into families (the shipped table unless the user extended it). `threads`: how
 // many threads the idle ledger is charged on (0: one per core this process may run on); the analysis is
 // the same on any number.
+// Per track of `timeline`: whether its kernel launches block (Analysis::blocking_launches).
+std::vector<uint8_t> blocking_launch_tracks(const Timeline& timeline);
+
 Analysis analyze(const Timeline& timeline, const KernelClassifier& kernels = KernelClassifier::builtin(),
                  unsigned threads = 0);
 
