@@ -181,7 +181,7 @@ Analysis analyze(const Timeline& timeline, const KernelClassifier& kernels, unsi
   };
   // Three independent parts, each writing its own members of the analysis, shared out between (at most)
   // two threads, longest first: the steps, the ops by External id (only the idle ledger needs them), the
-  // devices' busy time.
+  // devices' busy time and the threads whose launches block.
   std::atomic<int> part{0};
   auto work = [&] {
     for (int mine = part++; mine < 3; mine = part++) mine == 0 ? steps() : mine == 1 ? index_ops() : devices();

@@ -19,7 +19,7 @@
 
 #include "corpus_traces.h"
 #include "gzip_bytes.h"
-#include "ptadvise/advisor.h"
+#include "json_report.h"
 #include "temp_dir.h"
 
 TEST_SUITE_BEGIN("corpus");
@@ -38,14 +38,7 @@ struct Report {
 };
 
 Report check(const std::string& path) {
-  ptadvise::CheckOptions options;
-  options.traces = {path};
-  options.format = "json";
-  options.exit_zero = true;
-  options.threads = 1;
-  std::ostringstream out, err;
-  REQUIRE(ptadvise::run_check(options, out, err) == 0);
-  const nlohmann::json trace = nlohmann::json::parse(out.str()).at("traces").at(0);
+  const nlohmann::json trace = ptadvise::testing::checked_trace_json(path);
   Report report;
   report.steps = trace.at("steps").get<int>();
   report.step_ms = trace.at("step_ms").get<double>();

@@ -9,13 +9,12 @@
 #include <filesystem>
 #include <fstream>
 #include <set>
-#include <sstream>
 #include <string>
 #include <vector>
 
 #include "corpus_traces.h"
 #include "gzip_bytes.h"
-#include "ptadvise/advisor.h"
+#include "json_report.h"
 #include "temp_dir.h"
 
 TEST_SUITE_BEGIN("corpus");
@@ -35,14 +34,7 @@ struct Checked {
 };
 
 Checked check(const std::string& path) {
-  ptadvise::CheckOptions options;
-  options.traces = {path};
-  options.format = "json";
-  options.exit_zero = true;
-  options.threads = 1;
-  std::ostringstream out, err;
-  REQUIRE(ptadvise::run_check(options, out, err) == 0);
-  const nlohmann::json trace = nlohmann::json::parse(out.str()).at("traces").at(0);
+  const nlohmann::json trace = ptadvise::testing::checked_trace_json(path);
   Checked checked;
   checked.steps = trace.at("steps").get<int>();
   checked.step_ms = trace.at("step_ms").get<double>();
