@@ -21,7 +21,7 @@ constexpr const char* kFormat = "ptadvise-rank-digest";
 constexpr int kVersion = 1;  // the layout merge reads
 // The published schema (schemas/digest.schema.json), versioned like the other JSON outputs
 // (advisor/include/ptadvise/schema_versions.h): MINOR grows when fields are added.
-constexpr const char* kSchemaVersion = "1.4";
+constexpr const char* kSchemaVersion = "1.5";
 
 struct Invalid {
   std::string message;
@@ -305,6 +305,7 @@ void write_digest(const RankDigest& d, std::ostream& out) {
                 {"no_gpu", d.coverage.no_gpu},
                 {"no_stacks", d.coverage.no_stacks},
                 {"no_device_properties", d.coverage.no_device_properties},
+                {"no_memory_events", d.coverage.no_memory_events},
                 {"no_steady_state", d.coverage.no_steady_state},
                 {"not_run", not_run}}},
               {"steady_steps", d.steady_steps},
@@ -370,6 +371,7 @@ std::variant<RankDigest, DigestError> parse_digest(std::string_view text, const 
     d.coverage.no_gpu = whole<size_t>(coverage, "no_gpu");
     d.coverage.no_stacks = whole<size_t>(coverage, "no_stacks");
     d.coverage.no_device_properties = whole<size_t>(coverage, "no_device_properties");
+    d.coverage.no_memory_events = coverage.contains("no_memory_events") ? whole<size_t>(coverage, "no_memory_events") : 0;  // absent before format 1.5
     d.coverage.no_steady_state = coverage.contains("no_steady_state") ? whole<size_t>(coverage, "no_steady_state") : 0;  // absent before format 1.1
     for (const auto& item : coverage.at("not_run")) {
       d.coverage.not_run.emplace_back(item.at(0).get<std::string>(), item.at(1).get<std::string>());

@@ -248,8 +248,13 @@ std::vector<Finding> evaluate(const RuleSet& rules, const Analysis& analysis, co
     }
   }
   if (!has_stacks) has_stacks = has_call_stacks(timeline);
-  bool has_properties = false;
-  for (const DeviceInfo& device : timeline.devices) has_properties = has_properties || device.compute_major >= 0;
+  bool has_properties = false, has_memory_size = false;
+  for (const DeviceInfo& device : timeline.devices) {
+    has_properties = has_properties || device.compute_major >= 0;
+    has_memory_size = has_memory_size || device.total_global_mem > 0;
+  }
+  const bool has_memory_events =
+      std::find(timeline.events.kind.begin(), timeline.events.kind.end(), EventKind::MemoryInstant) != timeline.events.kind.end();
   Coverage counted;
   std::vector<size_t> runnable;  // rule indexes, in the order their findings are made
   // Root causes (`order: first`) claim idle time before the rules for its symptoms; catch-all rules
@@ -275,6 +280,16 @@ std::vector<Finding> evaluate(const RuleSet& rules, const Analysis& analysis, co
       if ((info.needs & kNeedsDeviceProperties) && !has_properties) {
         ++counted.no_device_properties;
         counted.not_run.emplace_back(info.id, "no device properties");
+        continue;
+      }
+      if ((info.needs & kNeedsMemorySize) && !has_memory_size) {
+        ++counted.no_device_properties;
+        counted.not_run.emplace_back(info.id, "no GPU memory size");
+        continue;
+      }
+      if ((info.needs & kNeedsMemoryEvents) && !has_memory_events) {
+        ++counted.no_memory_events;
+        counted.not_run.emplace_back(info.id, "no memory events");
         continue;
       }
       // Every rule measures steady steps (even the warm-up rule compares with their period).

@@ -92,6 +92,7 @@ uint8_t RuleCompiler::needs_of(const CompiledRule& rule) {
                                  (1u << static_cast<unsigned>(EventKind::Sync)) |
                                  (1u << static_cast<unsigned>(EventKind::GpuAnnotation));
   constexpr uint32_t kPython = 1u << static_cast<unsigned>(EventKind::PythonFunction);
+  constexpr uint32_t kMemoryKind = 1u << static_cast<unsigned>(EventKind::MemoryInstant);
   uint8_t needs = 0;
   // The kinds a selection can yield, through unions.
   std::function<uint32_t(size_t)> kinds_of = [&](size_t s) -> uint32_t {
@@ -102,6 +103,8 @@ uint8_t RuleCompiler::needs_of(const CompiledRule& rule) {
     return kinds;
   };
   if (!rule.selections.empty() && (kinds_of(rule.primary) & ~kGpuKinds) == 0) needs |= kNeedsGpu;
+  // A rule grouping memory events alone finds nothing in a trace recorded without them: say so.
+  if (!rule.selections.empty() && kinds_of(rule.primary) == kMemoryKind) needs |= kNeedsMemoryEvents;
   // Every built-in value is declared in every rule: only the metrics the rule uses count.
   std::vector<uint8_t> used(rule.metrics.size(), 0);
   std::function<void(size_t)> use = [&](size_t m) {
@@ -133,9 +136,8 @@ uint8_t RuleCompiler::needs_of(const CompiledRule& rule) {
     idle = idle || metric.kind == MetricKind::Idle;
     if (metric.kind == MetricKind::Builtin) {
       if (metric.builtin == "has_gpu") cpu_fallback = true;
-      if (metric.builtin == "compute_capability" || metric.builtin == "gpu_memory_bytes") {
-        needs |= kNeedsDeviceProperties;
-      }
+      if (metric.builtin == "compute_capability") needs |= kNeedsDeviceProperties;
+      if (metric.builtin == "gpu_memory_bytes") needs |= kNeedsMemorySize;
     }
   }
   if (idle && !cpu_fallback) needs |= kNeedsGpu;

@@ -9,7 +9,7 @@ namespace ptadvise {
 inline constexpr const char* kCheckSchemaVersion = "1.2";    // check --format json  (schemas/check.schema.json)
 inline constexpr const char* kSummarySchemaVersion = "1.0";  // summary --format json (schemas/summary.schema.json)
 inline constexpr const char* kDiffSchemaVersion = "1.0";     // diff --format json    (schemas/diff.schema.json)
-// The rank digest (check --digest-out, schemas/digest.schema.json) carries its own "1.4" from
+// The rank digest (check --digest-out, schemas/digest.schema.json) carries its own "1.5" from
 // job/src/digest_io.cpp: the job library does not depend on the advisor.
 
 }  // namespace ptadvise

@@ -60,19 +60,23 @@ struct RuleInfo {
 enum RuleNeed : uint8_t {
   kNeedsGpu = 1u << 0,               // it selects only GPU activity, or measures GPU idle time without a CPU fallback
   kNeedsStacks = 1u << 1,            // it selects Python frames (python_function events)
-  kNeedsDeviceProperties = 1u << 2,  // it reads the compute capability or the GPU's memory size
+  kNeedsDeviceProperties = 1u << 2,  // it reads the compute capability
+  kNeedsMemorySize = 1u << 3,        // it reads the GPU's memory size (deviceProperties only: never inferred)
+  kNeedsMemoryEvents = 1u << 4,      // it selects only memory events (recorded with profile_memory=True)
 };
 
 // Which rules could check a trace, and why the others could not (a rule missing several things counts
-// under the first of GPU, stacks, device properties, steady state).
+// under the first of GPU, stacks, device properties (compute capability, memory size), memory events,
+// steady state).
 struct Coverage {
   size_t ran = 0;
   size_t no_gpu = 0;
   size_t no_stacks = 0;
   size_t no_device_properties = 0;
+  size_t no_memory_events = 0;
   size_t no_steady_state = 0;
   std::vector<std::pair<std::string, std::string>> not_run;  // rule id, what the trace lacks ("no GPU activity", ...)
-  size_t skipped() const { return no_gpu + no_stacks + no_device_properties + no_steady_state; }
+  size_t skipped() const { return no_gpu + no_stacks + no_device_properties + no_memory_events + no_steady_state; }
 };
 
 // One example occurrence, enough to find it in Perfetto.

@@ -239,7 +239,7 @@ TEST_CASE("job: a digest keeps the report's warnings, and merge asks again for a
   CHECK(run(exe + " check --exit-zero " + trace + " >/dev/null 2>'" + err + "'") == 2);
   CHECK(run(exe + " check --exit-zero --accept-partial " + trace + " --digest-out '" + digest + "' >/dev/null 2>&1") == 0);
   const auto written = nlohmann::json::parse(read_file(digest));
-  CHECK(written.at("schema_version") == "1.4");
+  CHECK(written.at("schema_version") == "1.5");
   CHECK(written.at("partial").get<std::string>().find("68.2% of the events (60 of 88) are malformed") != std::string::npos);
   bool warned = false;
   for (const auto& warning : written.at("warnings")) {
