@@ -255,6 +255,20 @@ std::vector<Finding> evaluate(const RuleSet& rules, const Analysis& analysis, co
   }
   const bool has_memory_events =
       std::find(timeline.events.kind.begin(), timeline.events.kind.end(), EventKind::MemoryInstant) != timeline.events.kind.end();
+  // What a rule may need and the trace not hold, in the order a rule lacking several is counted under.
+  struct Lack {
+    RuleNeed need;
+    bool present;
+    size_t Coverage::*counter;
+    const char* reason;
+  };
+  const Lack lacks[] = {
+      {kNeedsGpu, has_gpu, &Coverage::no_gpu, "no GPU activity"},
+      {kNeedsStacks, has_stacks, &Coverage::no_stacks, "no Python stacks"},
+      {kNeedsDeviceProperties, has_properties, &Coverage::no_device_properties, "no device properties"},
+      {kNeedsMemorySize, has_memory_size, &Coverage::no_device_properties, "no GPU memory size"},
+      {kNeedsMemoryEvents, has_memory_events, &Coverage::no_memory_events, "no memory events"},
+  };
   Coverage counted;
   std::vector<size_t> runnable;  // rule indexes, in the order their findings are made
   // Root causes (`order: first`) claim idle time before the rules for its symptoms; catch-all rules
@@ -267,29 +281,12 @@ std::vector<Finding> evaluate(const RuleSet& rules, const Analysis& analysis, co
       if (rule_pass != pass) continue;
       if (!options.only.empty() && !mentions(options.only, info)) continue;
       if (mentions(options.skip, info)) continue;
-      if ((info.needs & kNeedsGpu) && !has_gpu) {
-        ++counted.no_gpu;
-        counted.not_run.emplace_back(info.id, "no GPU activity");
-        continue;
-      }
-      if ((info.needs & kNeedsStacks) && !has_stacks) {
-        ++counted.no_stacks;
-        counted.not_run.emplace_back(info.id, "no Python stacks");
-        continue;
-      }
-      if ((info.needs & kNeedsDeviceProperties) && !has_properties) {
-        ++counted.no_device_properties;
-        counted.not_run.emplace_back(info.id, "no device properties");
-        continue;
-      }
-      if ((info.needs & kNeedsMemorySize) && !has_memory_size) {
-        ++counted.no_device_properties;
-        counted.not_run.emplace_back(info.id, "no GPU memory size");
-        continue;
-      }
-      if ((info.needs & kNeedsMemoryEvents) && !has_memory_events) {
-        ++counted.no_memory_events;
-        counted.not_run.emplace_back(info.id, "no memory events");
+      const Lack* lack = std::find_if(std::begin(lacks), std::end(lacks), [&](const Lack& l) {
+        return (info.needs & l.need) && !l.present;
+      });
+      if (lack != std::end(lacks)) {
+        ++(counted.*lack->counter);
+        counted.not_run.emplace_back(info.id, lack->reason);
         continue;
       }
       // Every rule measures steady steps (even the warm-up rule compares with their period).
