@@ -240,12 +240,11 @@ std::vector<Finding> evaluate(const RuleSet& rules, const Analysis& analysis, co
   // What this trace offers the rules.
   const Timeline& timeline = *analysis.timeline;
   const bool has_gpu = !analysis.devices.empty();
-  bool has_stacks = false;
+  bool has_stacks = false, has_memory_events = false;  // one pass over the kinds, stopping once both show
   for (EventKind kind : timeline.events.kind) {
-    if (kind == EventKind::PythonFunction) {
-      has_stacks = true;
-      break;
-    }
+    has_stacks = has_stacks || kind == EventKind::PythonFunction;
+    has_memory_events = has_memory_events || kind == EventKind::MemoryInstant;
+    if (has_stacks && has_memory_events) break;
   }
   if (!has_stacks) has_stacks = has_call_stacks(timeline);
   bool has_properties = false, has_memory_size = false;
@@ -253,8 +252,6 @@ std::vector<Finding> evaluate(const RuleSet& rules, const Analysis& analysis, co
     has_properties = has_properties || device.compute_major >= 0;
     has_memory_size = has_memory_size || device.total_global_mem > 0;
   }
-  const bool has_memory_events =
-      std::find(timeline.events.kind.begin(), timeline.events.kind.end(), EventKind::MemoryInstant) != timeline.events.kind.end();
   // What a rule may need and the trace not hold, in the order a rule lacking several is counted under.
   struct Lack {
     RuleNeed need;

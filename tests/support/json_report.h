@@ -19,7 +19,8 @@ inline nlohmann::json checked_trace_json(const std::string& path) {
   options.exit_zero = true;
   options.threads = 1;
   std::ostringstream out, err;
-  REQUIRE(run_check(options, out, err) == 0);
+  const int code = run_check(options, out, err);
+  REQUIRE_MESSAGE(code == 0, path << ": " << err.str());
   return nlohmann::json::parse(out.str()).at("traces").at(0);
 }
 

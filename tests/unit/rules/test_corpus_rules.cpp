@@ -16,6 +16,7 @@
 #include <nlohmann/json.hpp>
 
 #include "ptadvise/advisor.h"
+#include "json_report.h"
 #include "test_scenarios_support.h"
 
 // Needs ../shared/traces: ctest runs this suite as the `corpus` test, reported skipped without it.
@@ -122,16 +123,7 @@ struct ReportedTrace {
 };
 
 ReportedTrace reported_trace(const std::string& path) {
-  CheckOptions options;
-  options.traces = {path};
-  options.format = "json";
-  options.exit_zero = true;
-  options.threads = 1;
-  std::ostringstream out, err;
-  const int code = run_check(options, out, err);
-  REQUIRE_MESSAGE(code == 0, path << ": " << err.str());
-  const auto doc = nlohmann::json::parse(out.str());
-  const auto& trace = doc.at("traces").at(0);
+  const nlohmann::json trace = testing::checked_trace_json(path);
   ReportedTrace reported;
   reported.step_ms = trace.at("step_ms").get<double>();
   for (const auto& f : trace.at("findings")) {
