@@ -91,7 +91,7 @@ void check_environment() {
   }
 }
 
-int run(int argc, char** argv) {
+int run_cli(int argc, char** argv) {
   using namespace ptadvise::cli;
   CLI::App app{
       "ptadvise finds the known performance mistakes of PyTorch training runs in profiler traces,\n"
@@ -142,7 +142,7 @@ int main(int argc, char** argv) {
   ptadvise::reuse_freed_memory();
   ptadvise::set_out_of_memory_exit(exit_out_of_memory);
   try {
-    return run(argc, argv);
+    return run_cli(argc, argv);
   } catch (const std::bad_alloc& e) {
     // Whatever ran out (a trace too large for the memory limit, a hostile input): one line, exit 2. A
     // structure stopped at its budget says which, and how to go on.

@@ -10,7 +10,7 @@ namespace ptadvise::cli {
 
 namespace {
 
-std::vector<std::string> option_names(const CLI::App& app) {
+std::vector<std::string> app_option_names(const CLI::App& app) {
   std::vector<std::string> names;
   for (const CLI::Option* option : app.get_options()) {
     for (const auto& name : option->get_lnames()) names.push_back("--" + name);
@@ -45,7 +45,7 @@ std::string unknown_argument(CLI::App& app, int argc, const char* const* argv) {
     if (arg == "--") break;
     if (arg.starts_with("-")) {
       std::string name(arg.substr(0, arg.find('=')));
-      std::vector<std::string> known = option_names(*current);
+      std::vector<std::string> known = app_option_names(*current);
       if (std::find(known.begin(), known.end(), name) != known.end()) continue;
       std::string where = current == &app ? "" : " for `" + current->get_name() + "`";
       std::string guess = nearest(name, known);

@@ -13,15 +13,11 @@
 #include "ptadvise/bad_alloc_shield.h"
 #include "ptadvise/io.h"
 #include "ptadvise/yaml_budget.h"
+#include "ptadvise/yaml_where.h"
 
 namespace ptadvise {
 
 namespace {
-
-std::string where(const std::string& label, const YAML::Mark& mark) {
-  if (mark.line < 0) return label;
-  return label + ":" + std::to_string(mark.line + 1) + ":" + std::to_string(mark.column + 1);
-}
 
 void sort_entries(std::vector<BaselineEntry>& entries) {
   std::sort(entries.begin(), entries.end(), [](const BaselineEntry& a, const BaselineEntry& b) {
@@ -39,25 +35,25 @@ std::variant<Baseline, ConfigError> parse_baseline(const std::string& yaml_text,
   try {
     YAML::Node root = YAML::Load(yaml_text);
     if (!yaml_within_budget(root)) return ConfigError{label + ": " + yaml_budget_message()};
-    if (!root.IsMap()) return ConfigError{where(label, root.Mark()) + ": expected a baseline with a findings list"};
+    if (!root.IsMap()) return ConfigError{yaml_where(label, root.Mark()) + ": expected a baseline with a findings list"};
     YAML::Node version = root["version"];
     if (version && (!version.IsScalar() || version.Scalar() != "1")) {
-      return ConfigError{where(label, version.Mark()) + ": version: expected 1"};
+      return ConfigError{yaml_where(label, version.Mark()) + ": version: expected 1"};
     }
     YAML::Node findings = root["findings"];
     if (!findings || !(findings.IsSequence() || findings.IsNull())) {
-      return ConfigError{where(label, root.Mark()) + ": findings: expected a list of accepted findings"};
+      return ConfigError{yaml_where(label, root.Mark()) + ": findings: expected a list of accepted findings"};
     }
     for (const auto& item : findings) {
-      if (!item.IsMap()) return ConfigError{where(label, item.Mark()) + ": expected a finding entry (a map)"};
+      if (!item.IsMap()) return ConfigError{yaml_where(label, item.Mark()) + ": expected a finding entry (a map)"};
       BaselineEntry entry;
       auto text = [&](const char* key, bool required, std::string& into) -> std::optional<ConfigError> {
         YAML::Node value = item[key];
         if (!value) {
-          if (required) return ConfigError{where(label, item.Mark()) + ": entry without '" + key + "'"};
+          if (required) return ConfigError{yaml_where(label, item.Mark()) + ": entry without '" + key + "'"};
           return std::nullopt;
         }
-        if (!value.IsScalar()) return ConfigError{where(label, value.Mark()) + ": " + key + ": expected a string"};
+        if (!value.IsScalar()) return ConfigError{yaml_where(label, value.Mark()) + ": " + key + ": expected a string"};
         into = value.Scalar();
         return std::nullopt;
       };
@@ -69,13 +65,13 @@ std::variant<Baseline, ConfigError> parse_baseline(const std::string& yaml_text,
         try {
           entry.saving_ms_per_step = cost.as<double>();
         } catch (const YAML::Exception&) {
-          return ConfigError{where(label, cost.Mark()) + ": saving_ms_per_step: expected a number"};
+          return ConfigError{yaml_where(label, cost.Mark()) + ": saving_ms_per_step: expected a number"};
         }
       }
       baseline.entries.push_back(std::move(entry));
     }
   } catch (const YAML::Exception& e) {
-    return ConfigError{where(label, e.mark) + ": invalid YAML: " + e.msg};
+    return ConfigError{yaml_where(label, e.mark) + ": invalid YAML: " + e.msg};
   }
   sort_entries(baseline.entries);
   return baseline;

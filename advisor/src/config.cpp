@@ -12,6 +12,7 @@
 #include "ptadvise/bad_alloc_shield.h"
 #include "ptadvise/io.h"
 #include "ptadvise/yaml_budget.h"
+#include "ptadvise/yaml_where.h"
 
 namespace ptadvise {
 
@@ -23,13 +24,8 @@ struct ConfigFailure {
   std::string message;
 };
 
-std::string where(const std::string& label, const YAML::Mark& mark) {
-  if (mark.line < 0) return label;
-  return label + ":" + std::to_string(mark.line + 1) + ":" + std::to_string(mark.column + 1);
-}
-
 [[noreturn]] void fail(const std::string& label, const YAML::Node& node, const std::string& what) {
-  throw ConfigFailure{where(label, node.Mark()) + ": " + what};
+  throw ConfigFailure{yaml_where(label, node.Mark()) + ": " + what};
 }
 
 std::string resolve_against(const std::string& path, const std::string& base_directory) {
@@ -48,7 +44,7 @@ std::vector<std::string> string_list(const std::string& label, const YAML::Node&
   if (node.IsNull()) return items;
   auto add = [&](const YAML::Node& item) {
     items.push_back(item.Scalar());
-    if (positions) (*positions)[key + "\x1f" + item.Scalar()] = where(label, item.Mark());
+    if (positions) (*positions)[key + "\x1f" + item.Scalar()] = yaml_where(label, item.Mark());
   };
   if (node.IsScalar()) {
     add(node);
@@ -172,7 +168,7 @@ std::variant<Config, ConfigError> parse_config(const std::string& yaml_text, con
   } catch (const ConfigFailure& failure) {
     return ConfigError{failure.message};
   } catch (const YAML::Exception& e) {
-    return ConfigError{where(label, e.mark) + ": invalid YAML: " + e.msg};
+    return ConfigError{yaml_where(label, e.mark) + ": invalid YAML: " + e.msg};
   }
 }
 

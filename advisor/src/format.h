@@ -23,6 +23,12 @@ inline std::string fixed(double value, int decimals) {
   return text;
 }
 
+// A time as a share of the step: "12.5%", or "n/a" when the step time is unknown.
+inline std::string pct_of_step(double ms, double step_ms) {
+  if (step_ms <= 0) return "n/a";
+  return fixed(100.0 * ms / step_ms, 1) + "%";
+}
+
 // Three significant digits for a figure people read ("53.2", "1.87", "0.000123"; whole numbers as they
 // are): the precision the rules' messages use, never scientific notation.
 inline std::string short_number(double value) {

@@ -37,7 +37,7 @@ std::string uncompared_note(const JobTable& job) {
          "other columns are the ranks' own, over every step";
 }
 
-std::string pad(std::string text, size_t width) {
+std::string right_aligned(std::string text, size_t width) {
   if (text.size() < width) text.insert(0, width - text.size(), ' ');
   return text;
 }
@@ -76,7 +76,7 @@ void text(const JobTable& job, std::ostream& out, size_t width) {
   }
   for (const auto& cells : table) {
     out << "    ";
-    for (size_t c = 0; c < cells.size(); ++c) out << pad(cells[c], widths[c]);
+    for (size_t c = 0; c < cells.size(); ++c) out << right_aligned(cells[c], widths[c]);
     out << "\n";
   }
   if (const std::string note = uncompared_note(job); !note.empty()) text::wrapped(out, "  ", 2, note, width, 4);

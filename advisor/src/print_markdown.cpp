@@ -10,13 +10,9 @@ namespace ptadvise {
 namespace {
 
 using format::fixed;
+using format::pct_of_step;
 using format::md_cell;
 using format::md_code;
-
-std::string pct_of_step(double ms, double step_ms) {
-  if (step_ms <= 0) return "n/a";
-  return fixed(100.0 * ms / step_ms, 1) + "%";
-}
 
 }  // namespace
 

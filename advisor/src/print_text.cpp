@@ -16,14 +16,10 @@ namespace ptadvise {
 namespace {
 
 using format::fixed;
+using format::pct_of_step;
 using format::visible;
 using text::Palette;
 using text::wrapped;
-
-std::string pct_of_step(double ms, double step_ms) {
-  if (step_ms <= 0) return "n/a";
-  return fixed(100.0 * ms / step_ms, 1) + "%";
-}
 
 // "once per step", "2 times per step", "0.5 times per step".
 std::string times_per_step(double count) {

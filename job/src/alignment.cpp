@@ -17,8 +17,6 @@ namespace ptadvise {
 
 namespace {
 
-constexpr double kNsPerMs = 1e6;
-
 using Key = std::tuple<int64_t, std::string, int64_t>;  // (step or -1, group, order or sequence number)
 
 struct Stretch {

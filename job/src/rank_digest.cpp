@@ -20,8 +20,6 @@ using job_detail::message_bytes;
 using job_detail::read_metadata;
 using job_detail::uncovered;
 
-constexpr double kNsPerMs = 1e6;
-
 bool is_ddp_forward(std::string_view name) { return name == "DistributedDataParallel.forward"; }
 
 bool is_data_loader(std::string_view name) {

@@ -214,18 +214,12 @@ std::vector<Finding> run_rules(const std::vector<RuleInfo>& infos,
   return findings;
 }
 
-std::string lower(std::string_view text) {
-  std::string out(text);
-  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return out;
-}
-
 bool mentions(const std::vector<std::string>& list, const RuleInfo& info) {
   for (const auto& entry : list) {
-    std::string wanted = lower(entry);
-    if (wanted == lower(info.id) || wanted == lower(info.name)) return true;
+    std::string wanted = ascii_lower(entry);
+    if (wanted == ascii_lower(info.id) || wanted == ascii_lower(info.name)) return true;
     for (const auto& tag : info.tags) {
-      if (wanted == lower(tag)) return true;
+      if (wanted == ascii_lower(tag)) return true;
     }
   }
   return false;

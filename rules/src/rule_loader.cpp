@@ -26,12 +26,6 @@ namespace {
 using rule_loading::Reader;
 using rule_loading::RuleCompiler;
 
-std::string lower(std::string_view text) {
-  std::string out(text);
-  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return out;
-}
-
 struct CompiledFile {
   RuleInfo info;
   std::shared_ptr<const CompiledRule> rule;
@@ -104,10 +98,10 @@ void add_compiled(std::vector<RuleInfo>& infos, std::vector<std::shared_ptr<cons
   RuleInfo& info = done.info;
   const Reader reader(file);
   for (const auto& other : infos) {
-    if (lower(other.id) == lower(info.id)) {
+    if (ascii_lower(other.id) == ascii_lower(info.id)) {
       reader.fail_at(done.id_mark, "id", "duplicate id " + info.id + " (also in " + other.file + ")");
     }
-    if (lower(other.name) == lower(info.name)) {
+    if (ascii_lower(other.name) == ascii_lower(info.name)) {
       reader.fail_at(done.name_mark, "name", "duplicate name " + info.name + " (also in " + other.file + ")");
     }
   }
@@ -151,9 +145,9 @@ RuleSet::RuleSet(RuleSet&&) noexcept = default;
 RuleSet& RuleSet::operator=(RuleSet&&) noexcept = default;
 
 const RuleInfo* RuleSet::find(std::string_view id_or_name) const {
-  std::string wanted = lower(id_or_name);
+  std::string wanted = ascii_lower(id_or_name);
   for (const auto& info : infos_) {
-    if (lower(info.id) == wanted || lower(info.name) == wanted) return &info;
+    if (ascii_lower(info.id) == wanted || ascii_lower(info.name) == wanted) return &info;
   }
   return nullptr;
 }
@@ -172,14 +166,14 @@ ArgKeySet RuleSet::arg_keys() const {
 }
 
 std::string RuleSet::closest(std::string_view text) const {
-  std::string wanted = lower(text);
+  std::string wanted = ascii_lower(text);
   std::string best;
   size_t best_distance = SIZE_MAX;
   for (const auto& info : infos_) {
     for (const std::string* candidate : {&info.id, &info.name}) {
-      size_t distance = edit_distance(wanted, lower(*candidate));
+      size_t distance = edit_distance(wanted, ascii_lower(*candidate));
       // A prefix or substring of a name is a good hint even when the edit distance is large.
-      if (lower(*candidate).find(wanted) != std::string::npos && !wanted.empty()) distance = std::min<size_t>(distance, 1);
+      if (ascii_lower(*candidate).find(wanted) != std::string::npos && !wanted.empty()) distance = std::min<size_t>(distance, 1);
       if (distance < best_distance) {
         best_distance = distance;
         best = *candidate;

@@ -2,10 +2,12 @@
 // The YAML language is documented in docs/RULE_LANGUAGE.md; keep both in step.
 #pragma once
 
+#include <cctype>
 #include <cstdint>
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "name_matcher.h"
@@ -14,6 +16,13 @@
 #include "transform_spec.h"
 
 namespace ptadvise {
+
+// Rule ids and names compare without case ("pta101" selects PTA101).
+inline std::string ascii_lower(std::string_view text) {
+  std::string out(text);
+  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return out;
+}
 
 // A predicate on one args value of an event: `{key: bytes, ge: 1MiB}`.
 enum class ArgOp { Exists, Missing, NonEmpty, Eq, Ne, Lt, Le, Gt, Ge, Contains, Glob, DimNotMultipleOf };

@@ -7,7 +7,7 @@
 namespace ptadvise {
 namespace {
 
-std::optional<double> to_number(const std::string& text) {
+std::optional<double> parse_number(const std::string& text) {
   double value = 0;
   auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
   if (error != std::errc() || end != text.data() + text.size() || !std::isfinite(value)) return std::nullopt;
@@ -42,7 +42,7 @@ std::optional<TransformError> parse_step(const YAML::Node& item, whatif::Transfo
     const std::string param = it->first.Scalar();
     const std::string value = it->second.Scalar();
     const std::string at = where + "." + param;
-    auto number = to_number(value);
+    auto number = parse_number(value);
     if (param == "select") {
       selection = value;
     } else if (param == "scope") {

@@ -20,6 +20,9 @@
 
 namespace ptadvise::testing {
 
+// The corpus directory with a trailing slash, for tests that name the traces in it.
+inline std::string corpus_dir() { return std::string(PTADVISE_SHARED_DIR) + "/traces/"; }
+
 // The corpus directory, or nullopt (said as a skip) when it is absent.
 inline std::optional<std::filesystem::path> corpus_traces() {
   const std::filesystem::path traces = std::filesystem::path(PTADVISE_SHARED_DIR) / "traces";

@@ -19,7 +19,7 @@ namespace {
 constexpr size_t kMaxEventBytes = size_t{256} << 20;  // one event larger than this is skipped
 constexpr size_t kMaxWarningsPerKind = 3;
 
-std::string describe(simdjson::error_code error) {
+std::string simdjson_error_text(simdjson::error_code error) {
   switch (error) {
     case simdjson::UTF8_ERROR:
       return "invalid UTF-8 bytes";
@@ -112,7 +112,7 @@ TraceParser::SingleResult TraceParser::parse_single_event(size_t start) {
   }
   // A syntax error inside this event: skip to the next plausible event start.
   std::string message = "byte " + std::to_string(error_at) + ": " +
-                        (error == simdjson::CAPACITY ? std::string("event larger than 256 MiB") : describe(error)) +
+                        (error == simdjson::CAPACITY ? std::string("event larger than 256 MiB") : simdjson_error_text(error)) +
                         " in an event";
   if (first_syntax_error_.empty()) first_syntax_error_ = message;
   size_t resume = find_event_start(data_, size_, start + 1);

@@ -280,7 +280,7 @@ std::string holds(const Timeline& timeline, const Cut& cut) {
          shorten(timeline.strings.view(cut.closing->name), 60) + "`";
 }
 
-std::string describe(const Timeline& timeline, const Cut& cut) {
+std::string describe_cut(const Timeline& timeline, const Cut& cut) {
   const std::string_view anchor = timeline.strings.view(cut.anchor->name);
   std::string name = "`" + (cut.anchor->numbered ? shorten(numbered_prefix(anchor), 66) + "<N>"
                                                  : shorten(anchor, 70)) + "`";
@@ -435,7 +435,7 @@ bool find_annotation_steps(const Timeline& timeline, const NameClasses& names, A
   analysis.step_source = StepSource::Annotations;
   analysis.step_note = "no ProfilerStep markers; " + std::to_string(cuts.size()) + " iterations on thread " +
                        std::string(timeline.strings.view(timeline.tracks[track].tid_text)) + ": " +
-                       describe(timeline, cut);
+                       describe_cut(timeline, cut);
   if (cut.how == Cut::How::AfterEnds) leave_out_first_fragment(timeline, track, analysis);
   return true;
 }
@@ -463,7 +463,7 @@ void split_marker_steps(const Timeline& timeline, const NameClasses& names, Anal
     // The first iteration opens with the step, the last closes with it.
     cuts.front().start_ns = step.start_ns;
     cuts.back().end_ns = step.end_ns;
-    if (how.empty()) how = describe(timeline, cut);
+    if (how.empty()) how = describe_cut(timeline, cut);
     parts.push_back(std::move(cuts));
   }
   if (per_step < 2) return;

@@ -13,7 +13,6 @@
 namespace ptadvise {
 namespace {
 
-constexpr double kNsPerMs = 1e6;
 constexpr int64_t kTinyKernelNs = 10'000;
 
 std::vector<KernelStat> top_by_time(const Timeline& timeline, const std::vector<int64_t>& count,

@@ -11,8 +11,6 @@
 namespace ptadvise::whatif {
 namespace {
 
-constexpr int64_t kUnset = kNoTime;
-
 struct Target {
   uint32_t vertex = 0;
   int64_t offset = 0;     // added to the vertex's time

@@ -1,10 +1,6 @@
 #include "names.h"
 
 namespace ptadvise::whatif {
-namespace {
-bool contains(std::string_view text, std::string_view part) { return text.find(part) != std::string_view::npos; }
-}  // namespace
-
 uint16_t name_flags(std::string_view name) {
   uint16_t flags = 0;
   if (name.starts_with("ProfilerStep#")) flags |= kStepMarker;

@@ -23,6 +23,8 @@ enum NameFlag : uint16_t {
 
 uint16_t name_flags(std::string_view name);
 
+inline bool contains(std::string_view text, std::string_view part) { return text.find(part) != std::string_view::npos; }
+
 class NameFlags {
  public:
   explicit NameFlags(const StringPool& strings) : strings_(strings), flags_(strings.size(), 0) {}

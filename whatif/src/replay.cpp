@@ -13,7 +13,6 @@
 namespace ptadvise::whatif {
 namespace {
 
-constexpr int64_t kUnset = std::numeric_limits<int64_t>::min();
 constexpr uint32_t kOwnStart = kNone - 1;  // an end vertex bound by its own start (+ work)
 
 struct Schedule {

@@ -5,12 +5,11 @@
 #include <string_view>
 #include <vector>
 
+#include "names.h"
 #include "ptadvise/whatif.h"
 
 namespace ptadvise::whatif {
 namespace {
-
-bool contains(std::string_view text, std::string_view part) { return text.find(part) != std::string_view::npos; }
 
 // Achieved pinned host<->device copy bandwidth of a PCIe x16 link, by the GPU generation that pairs
 // with it (bytes per ns = GB/s): PCIe 3.0 (Volta, Turing) ~12, PCIe 4.0 (Ampere) ~24, PCIe 5.0 (Hopper,

@@ -16,6 +16,9 @@ namespace ptadvise::whatif {
 // per-step sums taken of them stay below 2^63. Every schedule (replay.cpp, join.cpp) clamps to it.
 inline constexpr int64_t kReplayLimitNs = int64_t{1} << 61;
 
+// A replayed time not computed yet (the schedules of replay.cpp and join.cpp).
+inline constexpr int64_t kUnset = kNoTime;
+
 // a + b within ±kReplayLimitNs, whatever the operands (a time plus a delay, a path plus a node's work).
 inline int64_t bounded_sum(int64_t a, int64_t b) {
   int64_t sum = 0;

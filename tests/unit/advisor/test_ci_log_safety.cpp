@@ -16,7 +16,7 @@ using ptadvise::testing::ci_log_problems;
 
 namespace {
 
-std::string printed(const Report& report, OutputFormat format, size_t width = 80) {
+std::string printed_safely(const Report& report, OutputFormat format, size_t width = 80) {
   std::ostringstream out;
   PrintOptions options;
   options.width = width;
@@ -69,7 +69,7 @@ TEST_CASE("printers: a name with a newline and a CI command forges nothing in an
   for (auto format : {OutputFormat::Text, OutputFormat::Json, OutputFormat::Sarif, OutputFormat::Github,
                       OutputFormat::Junit, OutputFormat::Markdown}) {
     CAPTURE(to_string(format));
-    const std::string text = printed(report, format);
+    const std::string text = printed_safely(report, format);
     CHECK(text.find("pwned") != std::string::npos);  // the names are shown, made harmless
     CHECK(joined(ci_log_problems(text, format == OutputFormat::Github)) == "");
     if (format == OutputFormat::Markdown) CHECK(text.find("ts -9223372036854775.808 us") != std::string::npos);
@@ -86,6 +86,6 @@ TEST_CASE("text report: a long name split over lines never puts `::` at the star
     f.message = std::string(pad, 'A') + "::error file=a::pwned" + std::string(200, 'B');
     f.short_message = f.message;
     CAPTURE(pad);
-    CHECK(joined(ci_log_problems(printed(report, OutputFormat::Text, 60))) == "");
+    CHECK(joined(ci_log_problems(printed_safely(report, OutputFormat::Text, 60))) == "");
   }
 }

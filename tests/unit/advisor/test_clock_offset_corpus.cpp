@@ -31,15 +31,15 @@ TEST_CASE("corpus: a microsecond of offset between the host and GPU clocks leave
 #else
 namespace {
 
-struct Report {
+struct CheckedTrace {
   int steps = 0;
   double step_ms = 0;
   std::map<std::string, double> savings;  // rule and site -> saving, ms per step
 };
 
-Report check(const std::string& path) {
+CheckedTrace check_trace(const std::string& path) {
   const nlohmann::json trace = ptadvise::testing::checked_trace_json(path);
-  Report report;
+  CheckedTrace report;
   report.steps = trace.at("steps").get<int>();
   report.step_ms = trace.at("step_ms").get<double>();
   for (const auto& finding : trace.at("findings")) {
@@ -73,7 +73,7 @@ bool shifted(nlohmann::json& trace, double shift_us) {
   return any;
 }
 
-std::string differences(const Report& base, const Report& other) {
+std::string differences(const CheckedTrace& base, const CheckedTrace& other) {
   std::ostringstream out;
   if (other.steps != base.steps) out << "steps " << base.steps << " -> " << other.steps << "; ";
   if (std::abs(other.step_ms - base.step_ms) > 0.01 * base.step_ms) {
@@ -114,14 +114,14 @@ TEST_CASE("corpus: a microsecond of offset between the host and GPU clocks leave
     nlohmann::json trace = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
     if (trace.is_discarded()) continue;  // not clean JSON (a Kineto quirk the loader recovers from)
     CAPTURE(path.filename().string());
-    const Report base = check(path.string());
+    const CheckedTrace base = check_trace(path.string());
     for (const double shift_us : {-1.0, 1.0}) {
       CAPTURE(shift_us);
       nlohmann::json copy = trace;
       if (!shifted(copy, shift_us)) break;
       const std::string rewritten = dir.file("shifted.json");
       std::ofstream(rewritten) << copy.dump();
-      const std::string changed = differences(base, check(rewritten));
+      const std::string changed = differences(base, check_trace(rewritten));
       CHECK_MESSAGE(changed.empty(), changed);
       if (shift_us > 0) {
         ++compared;

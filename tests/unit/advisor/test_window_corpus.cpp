@@ -33,7 +33,7 @@ struct Checked {
   double step_ms = 0;
 };
 
-Checked check(const std::string& path) {
+Checked check_window(const std::string& path) {
   const nlohmann::json trace = ptadvise::testing::checked_trace_json(path);
   Checked checked;
   checked.steps = trace.at("steps").get<int>();
@@ -45,7 +45,7 @@ Checked check(const std::string& path) {
   return checked;
 }
 
-bool is_gpu_side(const std::string& category) {
+bool is_gpu_side_event(const std::string& category) {
   static const std::set<std::string> gpu{"kernel", "Kernel", "gpu_memcpy", "Memcpy", "gpu_memset", "Memset",
                                          "gpu_user_annotation"};
   return gpu.contains(category);
@@ -70,7 +70,7 @@ nlohmann::json stopped_at(const nlohmann::json& trace, double stop) {
       continue;
     }
     const double ts = e["ts"].get<double>();
-    if (is_gpu_side(e.value("cat", ""))) {
+    if (is_gpu_side_event(e.value("cat", ""))) {
       const bool ours = e.contains("args") && e["args"].contains("correlation") &&
                         launched.contains(e["args"]["correlation"].get<long long>());
       if (ts < stop || ours) kept.push_back(e);
@@ -121,8 +121,8 @@ TEST_CASE("corpus: the first half of a run's steps gets the findings of the whol
     const std::string half = dir.file("half/" + path.filename().replace_extension("").string() +
                                       (path.extension() == ".gz" ? "" : ".json"));
     std::ofstream(half) << stopped_at(trace, stop).dump();
-    const Checked whole = check(path.string());
-    const Checked part = check(half);
+    const Checked whole = check_window(path.string());
+    const Checked part = check_window(half);
     CHECK(part.steps < whole.steps);
     CHECK(part.step_ms == doctest::Approx(whole.step_ms).epsilon(0.1));
     // A finding that fails the gate on one window is reported on the other. (One near its noise floor may

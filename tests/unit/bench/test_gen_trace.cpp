@@ -24,7 +24,7 @@ constexpr int kCopies = 3;
 
 bool have_python3() { return std::system("python3 -c 'import json, gzip' >/dev/null 2>&1") == 0; }
 
-ptadvise::Timeline load(const std::string& path) {
+ptadvise::Timeline load_generated(const std::string& path) {
   auto result = ptadvise::load_trace_file(path);
   if (auto* error = std::get_if<ptadvise::LoadError>(&result)) FAIL(error->message);
   return std::get<ptadvise::Timeline>(std::move(result));
@@ -63,8 +63,8 @@ TEST_CASE("bench/gen_trace.py: a scaled trace loads as a longer run of the same 
   REQUIRE(WIFEXITED(status));
   REQUIRE(WEXITSTATUS(status) == 0);
 
-  const ptadvise::Timeline source = load(kSource);
-  const ptadvise::Timeline scaled = load(generated);
+  const ptadvise::Timeline source = load_generated(kSource);
+  const ptadvise::Timeline scaled = load_generated(generated);
   CHECK(scaled.stats.malformed_events == 0);
 
   // Every kind of timed event repeats once per copy, except the profiler's own session markers, which

@@ -53,7 +53,7 @@ struct TemporaryDirectory {
   }
 };
 
-void write_file(const fs::path& path, const std::string& text) { std::ofstream(path) << text; }
+void write_test_file(const fs::path& path, const std::string& text) { std::ofstream(path) << text; }
 
 }  // namespace
 
@@ -211,15 +211,15 @@ TEST_CASE("run: SIGTERM sent to ptadvise reaches the child") {
 
 TEST_CASE("run: outputs are the files the run created or changed") {
   TemporaryDirectory dir;
-  write_file(dir.path / "old.pt.trace.json", "[]");
-  write_file(dir.path / "old.tmp", "");
+  write_test_file(dir.path / "old.pt.trace.json", "[]");
+  write_test_file(dir.path / "old.tmp", "");
   auto before = ptadvise::snapshot_directory(dir.path.string());
   CHECK(before.size() == 2);
-  write_file(dir.path / "host_1.rank-0.pt.trace.json", "{}");
-  write_file(dir.path / "host_2.pt.trace.json.gz", "");
-  write_file(dir.path / "host_3.pt.trace.json.tmp", "{");
-  write_file(dir.path / "host_4.pt.trace.json.status", "another CUPTI client is attached\nsecond line\n");
-  write_file(dir.path / "notes.txt", "ignored");
+  write_test_file(dir.path / "host_1.rank-0.pt.trace.json", "{}");
+  write_test_file(dir.path / "host_2.pt.trace.json.gz", "");
+  write_test_file(dir.path / "host_3.pt.trace.json.tmp", "{");
+  write_test_file(dir.path / "host_4.pt.trace.json.status", "another CUPTI client is attached\nsecond line\n");
+  write_test_file(dir.path / "notes.txt", "ignored");
   auto outputs = ptadvise::collect_outputs(dir.path.string(), before);
   REQUIRE(outputs.traces.size() == 2);
   CHECK(fs::path(outputs.traces[0]).filename() == "host_1.rank-0.pt.trace.json");

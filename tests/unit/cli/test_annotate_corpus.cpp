@@ -9,6 +9,7 @@
 #include "../advisor/python_check.h"
 #include "../advisor/temp_dir.h"
 #include "cli_run.h"
+#include "corpus_traces.h"
 
 namespace {
 
@@ -16,13 +17,11 @@ using ptadvise::testing::ptadvise_cli;
 using ptadvise::testing::Run;
 using ptadvise::testing::TempDir;
 
-const std::string kCorpus = std::string(PTADVISE_SHARED_DIR) + "/traces/";
-
 }  // namespace
 
 TEST_CASE("annotate: markers overlap their evidence in the file's time base on corpus traces (gzip output)") {
-  if (!std::filesystem::is_directory(kCorpus)) {
-    MESSAGE("skipped: the trace corpus " << kCorpus << " is not there");
+  if (!std::filesystem::is_directory(ptadvise::testing::corpus_dir())) {
+    MESSAGE("skipped: the trace corpus " << ptadvise::testing::corpus_dir() << " is not there");
     return;
   }
   if (!ptadvise::testing::python_has("gzip, json")) {
@@ -39,7 +38,7 @@ TEST_CASE("annotate: markers overlap their evidence in the file's time base on c
   for (const char* name : traces) {
     CAPTURE(name);
     TempDir dir;
-    Run run = ptadvise_cli("check --exit-zero --format json --annotate annotated.json.gz '" + kCorpus + name + "'",
+    Run run = ptadvise_cli("check --exit-zero --format json --annotate annotated.json.gz '" + ptadvise::testing::corpus_dir() + name + "'",
                            dir.path());
     REQUIRE(run.exit_code == 0);
     dir.write("check.json", run.out);

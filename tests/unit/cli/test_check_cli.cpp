@@ -23,7 +23,7 @@ using ptadvise::testing::TempDir;
 using ptadvise::testing::ptadvise_cli;
 using ptadvise::testing::Run;
 
-std::string scenario(const std::string& name) {
+std::string scenario_path(const std::string& name) {
   return PTADVISE_SOURCE_DIR "/testdata/scenarios/" + name + ".json.gz";
 }
 
@@ -64,8 +64,8 @@ std::string check(const TempDir& dir) {
   return "check --rules '" + dir.file("test-rules") + "' --select PTX901 ";
 }
 
-const std::string kSync = scenario("02_assert_on_gpu_tensor");
-const std::string kSyncFixed = scenario("02_assert_on_gpu_tensor_fixed");
+const std::string kSync = scenario_path("02_assert_on_gpu_tensor");
+const std::string kSyncFixed = scenario_path("02_assert_on_gpu_tensor_fixed");
 
 }  // namespace
 
@@ -310,8 +310,8 @@ TEST_CASE("diff: findings that disappeared, step time change and the regression 
   CHECK(markdown.out.find("| -2.358 ms | `aten::_local_scalar_dense` | 2.358 ms | 0.000 ms |\n") != std::string::npos);
 
   // num_workers=0 against its fix: an iteration period of 9.556 ms against 4.089 ms.
-  const std::string slow = scenario("05_dataloader_num_workers_0");
-  const std::string fast = scenario("05_dataloader_num_workers_0_fixed");
+  const std::string slow = scenario_path("05_dataloader_num_workers_0");
+  const std::string fast = scenario_path("05_dataloader_num_workers_0_fixed");
   Run regressed = ptadvise_cli("diff --format json '" + fast + "' '" + slow + "'", dir.path());
   CHECK(regressed.exit_code == 1);
   const auto diff = nlohmann::json::parse(regressed.out);
@@ -421,7 +421,7 @@ TEST_CASE("check: a trace whose GPU activity was not recorded says so among its 
 
 TEST_CASE("check: --no-whatif skips the replay; savings and predictions come from the ledger") {
   TempDir dir;
-  const std::string loader = scenario("05_dataloader_num_workers_0");
+  const std::string loader = scenario_path("05_dataloader_num_workers_0");
   Run with = ptadvise_cli("check --format json --exit-zero --select PTA106 '" + loader + "'", dir.path());
   Run without = ptadvise_cli("check --format json --exit-zero --no-whatif --select PTA106 '" + loader + "'", dir.path());
   REQUIRE(with.exit_code == 0);

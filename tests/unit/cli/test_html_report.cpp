@@ -11,6 +11,7 @@
 #include "../advisor/python_check.h"
 #include "../advisor/temp_dir.h"
 #include "cli_run.h"
+#include "corpus_traces.h"
 
 namespace {
 
@@ -19,12 +20,11 @@ using ptadvise::testing::read_file;
 using ptadvise::testing::Run;
 using ptadvise::testing::TempDir;
 
-const std::string kCorpus = std::string(PTADVISE_SHARED_DIR) + "/traces/";
 const std::string kBrowserCheck = PTADVISE_SOURCE_DIR "/tests/tools/browser_check.py";
 
 bool browser_available() {
-  if (!std::filesystem::is_directory(kCorpus)) {
-    MESSAGE("skipped: the trace corpus " << kCorpus << " is not there");
+  if (!std::filesystem::is_directory(ptadvise::testing::corpus_dir())) {
+    MESSAGE("skipped: the trace corpus " << ptadvise::testing::corpus_dir() << " is not there");
     return false;
   }
   if (std::system("command -v chromium >/dev/null 2>&1") != 0) {
@@ -64,7 +64,7 @@ TEST_CASE("html report: real traces render in headless Chromium with every chart
                            "HTA__tests__data__amd_trace__mi250_minitoy_train_ROCm6_2_kineto.json.gz"}) {
     CAPTURE(name);
     TempDir dir;
-    check_in_browser(dir, "'" + kCorpus + name + "'", "steps,kernels,cpu-ops");
+    check_in_browser(dir, "'" + ptadvise::testing::corpus_dir() + name + "'", "steps,kernels,cpu-ops");
   }
 }
 
@@ -72,9 +72,9 @@ TEST_CASE("html report: a job of two ranks gets the rank x metric heatmap; the R
   if (!browser_available()) return;
   TempDir dir;
   std::filesystem::create_directories(dir.file("job"));
-  std::filesystem::create_symlink(kCorpus + "HTA__tests__data__timeline_analysis__sampled_rank-0.json.gz",
+  std::filesystem::create_symlink(ptadvise::testing::corpus_dir() + "HTA__tests__data__timeline_analysis__sampled_rank-0.json.gz",
                                   dir.file("job/rank-0.json.gz"));
-  std::filesystem::create_symlink(kCorpus + "HTA__tests__data__trace_filter__sampled_rank-1.json.gz",
+  std::filesystem::create_symlink(ptadvise::testing::corpus_dir() + "HTA__tests__data__trace_filter__sampled_rank-1.json.gz",
                                   dir.file("job/rank-1.json.gz"));
   // PTADVISE_SCREENSHOT=docs/report.png refreshes the README's picture from this very run.
   const char* screenshot = std::getenv("PTADVISE_SCREENSHOT");

@@ -27,18 +27,18 @@ namespace {
 constexpr size_t kMiB = size_t{1} << 20;
 constexpr int kThrew = 3;
 
-constexpr const char* kMarker = "PTADVISE_SHIELD_CASE";
+constexpr const char* kShieldCaseVariable = "PTADVISE_SHIELD_CASE";
 
 // Runs the skipped test case "bad alloc shield case: NAME" in a fresh copy of this program: the result
 // its body gave, or a negative code when it did not run to its end (case_alone.h).
-int run_case(const std::string& name) {
-  return ptadvise::testing::run_case_alone("bad alloc shield case: " + name, kMarker);
+int run_shield_case(const std::string& name) {
+  return ptadvise::testing::run_case_alone("bad alloc shield case: " + name, kShieldCaseVariable);
 }
 
-// The case's body, when this process runs it for run_case(): ends the process with its result.
+// The case's body, when this process runs it for run_shield_case(): ends the process with its result.
 template <typename Body>
 void as_case(Body body) {
-  if (!ptadvise::testing::running_alone(kMarker)) return;
+  if (!ptadvise::testing::running_alone(kShieldCaseVariable)) return;
   mallopt(M_MMAP_THRESHOLD, 1 << 20);  // fixed: large blocks are mappings of their own, which the limit sees
   ptadvise::testing::end_case(body());
 }
@@ -145,21 +145,21 @@ TEST_CASE("bad alloc shield case: kernel table" * doctest::skip()) {
 TEST_CASE("bad alloc shield: a failed allocation inside is served from the reserve; outside it throws") {
   // 8 MiB past a limit 2 MiB away: inside a shield the 16 MiB reserve is released and the allocation
   // tried again; outside one (the reserve set aside, still held) it throws as it always did.
-  CHECK(run_case("inside") == 0);
-  CHECK(run_case("outside") == kThrew);
+  CHECK(run_shield_case("inside") == 0);
+  CHECK(run_shield_case("outside") == kThrew);
 }
 
 TEST_CASE("bad alloc shield: a spent reserve is set aside again, or the shield refuses before the code runs") {
-  CHECK(run_case("spent") == 0);
+  CHECK(run_shield_case("spent") == 0);
 }
 
 TEST_CASE("bad alloc shield: memory short past the reserve ends the process through the exit set for it") {
-  CHECK(run_case("exhausted") == 42);
+  CHECK(run_shield_case("exhausted") == 42);
 }
 
 TEST_CASE("bad alloc shield: a case that does not exist is not taken for a result") {
   // doctest exits 0 when its filter matches nothing; a renamed case must fail the checks above, not pass.
-  CHECK(run_case("no such case") == ptadvise::testing::kCaseNotRun);
+  CHECK(run_shield_case("no such case") == ptadvise::testing::kCaseNotRun);
 }
 
 TEST_CASE("bad alloc shield: compiling and matching the kernel table with memory short never ends in a signal") {
@@ -169,7 +169,7 @@ TEST_CASE("bad alloc shield: compiling and matching the kernel table with memory
   for (size_t spare = 0; spare <= 20 * kMiB; spare += 256 * 1024) {
     CAPTURE(spare);
     setenv("PTADVISE_SHIELD_SPARE", std::to_string(spare).c_str(), 1);
-    const int code = run_case("kernel table");
+    const int code = run_shield_case("kernel table");
     CAPTURE(code);
     CHECK((code == 0 || code == kThrew));
     (code == 0 ? completed : refused) += 1;

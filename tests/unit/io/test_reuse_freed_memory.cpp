@@ -36,30 +36,30 @@ int allocate_and_free() {
   return after.arena + kBlock / 2 < holding.arena ? 2 : 0;
 }
 
-constexpr const char* kMarker = "PTADVISE_REUSE_CASE";
+constexpr const char* kReuseCaseVariable = "PTADVISE_REUSE_CASE";
 
 // Runs the skipped case "reuse freed memory case: NAME" in a fresh run of this program: allocate_and_free()
 // there, or a negative code when the case did not run to its end (case_alone.h).
-int run_case(const char* name) {
-  return ptadvise::testing::run_case_alone(std::string("reuse freed memory case: ") + name, kMarker);
+int run_reuse_case(const char* name) {
+  return ptadvise::testing::run_case_alone(std::string("reuse freed memory case: ") + name, kReuseCaseVariable);
 }
 
 }  // namespace
 
 TEST_CASE("reuse freed memory case: reused" * doctest::skip()) {
-  if (!ptadvise::testing::running_alone(kMarker)) return;
+  if (!ptadvise::testing::running_alone(kReuseCaseVariable)) return;
   ptadvise::reuse_freed_memory();
   ptadvise::testing::end_case(allocate_and_free());
 }
 
 TEST_CASE("reuse freed memory case: default" * doctest::skip()) {
-  if (!ptadvise::testing::running_alone(kMarker)) return;
+  if (!ptadvise::testing::running_alone(kReuseCaseVariable)) return;
   ptadvise::testing::end_case(allocate_and_free());
 }
 
 TEST_CASE("reuse freed memory: a block of megabytes comes from the heap and stays there once freed") {
-  CHECK(run_case("reused") == 0);
+  CHECK(run_reuse_case("reused") == 0);
   // Without it glibc maps such a block of its own (the case the call is there for).
-  CHECK(run_case("default") == 1);
+  CHECK(run_reuse_case("default") == 1);
 }
 #endif

@@ -18,6 +18,7 @@
 #include "ptadvise/advisor.h"
 #include "json_report.h"
 #include "test_scenarios_support.h"
+#include "corpus_traces.h"
 
 // Needs ../shared/traces: ctest runs this suite as the `corpus` test, reported skipped without it.
 TEST_SUITE_BEGIN("corpus");
@@ -34,11 +35,9 @@ constexpr int kTopRight = 49;
 constexpr int kFindings = 71;
 constexpr int kRealFindings = 70;
 
-const std::string kCorpus = std::string(PTADVISE_SHARED_DIR) + "/traces/";
-
 bool corpus_present() {
-  if (std::filesystem::is_directory(kCorpus)) return true;
-  MESSAGE("skipped: the trace corpus " << kCorpus << " is not there");
+  if (std::filesystem::is_directory(ptadvise::testing::corpus_dir())) return true;
+  MESSAGE("skipped: the trace corpus " << ptadvise::testing::corpus_dir() << " is not there");
   return false;
 }
 
@@ -137,7 +136,7 @@ TEST_CASE("corpus: every reviewed trace gets exactly its reviewed findings, savi
   for (const auto& row : reviewed_traces()) {
     CAPTURE(row.file);
     CAPTURE(row.line);
-    const ReportedTrace trace = reported_trace(kCorpus + row.file);
+    const ReportedTrace trace = reported_trace(ptadvise::testing::corpus_dir() + row.file);
     std::multiset<std::string> pinned_ids, got_ids;
     for (const auto& pinned : row.findings) {
       CHECK_MESSAGE(pinned.mark != '?', row.file << ": " << pinned.rule << " is not reviewed yet");
@@ -186,7 +185,7 @@ TEST_CASE("corpus: the review covers every shared trace and its totals are the d
       if (pinned.mark == 0) ++real;
     }
   }
-  for (const auto& entry : std::filesystem::directory_iterator(kCorpus)) {
+  for (const auto& entry : std::filesystem::directory_iterator(ptadvise::testing::corpus_dir())) {
     const std::string name = entry.path().filename().string();
     if (name.ends_with(".json") || name.ends_with(".json.gz")) CHECK_MESSAGE(reviewed.count(name) == 1, name << " is not reviewed");
   }
@@ -202,8 +201,8 @@ TEST_CASE("corpus: the review covers every shared trace and its totals are the d
 TEST_CASE("corpus: resnet50 with num_workers=0 stalls in the loader, its num_workers=4 twin does not") {
   if (!corpus_present() || !testing::shipped("PTA106")) return;
   for (const char* sample : {"kineto__plugin__samples__", "kineto__tb_plugin__samples__"}) {
-    CheckedTrace workers0 = testing::check_trace(kCorpus + sample + "resnet50_num_workers_0__worker0.pt.trace.json.gz");
-    CheckedTrace workers4 = testing::check_trace(kCorpus + sample + "resnet50_num_workers_4__worker0.pt.trace.json.gz");
+    CheckedTrace workers0 = testing::check_trace(ptadvise::testing::corpus_dir() + sample + "resnet50_num_workers_0__worker0.pt.trace.json.gz");
+    CheckedTrace workers4 = testing::check_trace(ptadvise::testing::corpus_dir() + sample + "resnet50_num_workers_4__worker0.pt.trace.json.gz");
     const Finding* stall = first_of(workers0, "PTA106");
     REQUIRE(stall != nullptr);
     CHECK(stall->site.op == "enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__");
@@ -213,7 +212,7 @@ TEST_CASE("corpus: resnet50 with num_workers=0 stalls in the loader, its num_wor
 
 TEST_CASE("corpus: resnet50's batch copy, zero_grad and SGD of PyTorch 1.8") {
   if (!corpus_present()) return;
-  const std::string path = kCorpus + "kineto__plugin__samples__resnet50_num_workers_0__worker0.pt.trace.json.gz";
+  const std::string path = ptadvise::testing::corpus_dir() + "kineto__plugin__samples__resnet50_num_workers_0__worker0.pt.trace.json.gz";
   CheckedTrace trace = testing::check_trace(path);
   // The step is host-bound: faster GPU work can take at most 9.1 ms off it, and PTA105's fp32 convolutions
   // claim all of that first, so the pageable copies have nothing left to save: they are reported (1.6 ms on
@@ -255,14 +254,14 @@ TEST_CASE("corpus: resnet50's batch copy, zero_grad and SGD of PyTorch 1.8") {
 
 TEST_CASE("corpus: sites with Python stacks point at the library lines that cause them") {
   if (!corpus_present()) return;
-  CheckedTrace qwen = testing::check_trace(kCorpus + "TraceLens__tests__traces__h100__Qwen_Qwen1.5-0.5B-Chat__1016005.json.gz");
+  CheckedTrace qwen = testing::check_trace(ptadvise::testing::corpus_dir() + "TraceLens__tests__traces__h100__Qwen_Qwen1.5-0.5B-Chat__1016005.json.gz");
   const Finding* harness = first_of(qwen, "PTA102");
   REQUIRE(harness != nullptr);
   CHECK(harness->site.op == "cudaDeviceSynchronize");
   CHECK(source_of(*harness) == "moca/library/profiling/profile.py:34");
 
   CheckedTrace timesformer = testing::check_trace(
-      kCorpus + "TraceLens__tests__traces__h100__facebook_timesformer-base-finetuned-k400__1016002.json.gz");
+      ptadvise::testing::corpus_dir() + "TraceLens__tests__traces__h100__facebook_timesformer-base-finetuned-k400__1016002.json.gz");
   // The harness's syncs are not charged for the decoding and preprocessing that follow them: those are
   // host-bound CPU work at their own lines.
   CHECK(timesformer.of_rule("PTA102").empty());

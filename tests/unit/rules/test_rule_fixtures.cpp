@@ -10,16 +10,9 @@
 #include "ptadvise/analysis.h"
 #include "ptadvise/loader.h"
 #include "ptadvise/rules.h"
+#include "shipped_rules.h"
 
 namespace {
-
-const std::string kRulesDir = PTADVISE_SOURCE_DIR "/rules.d";
-
-ptadvise::RuleSet shipped_rules() {
-  auto loaded = ptadvise::load_rules({kRulesDir});
-  if (auto* error = std::get_if<ptadvise::RuleError>(&loaded)) FAIL(error->message);
-  return std::move(std::get<ptadvise::RuleSet>(loaded));
-}
 
 double field(const ptadvise::Finding& finding, const std::string& name) {
   if (name == "count_per_step") return finding.count_per_step;
@@ -34,7 +27,7 @@ double field(const ptadvise::Finding& finding, const std::string& name) {
 }  // namespace
 
 TEST_CASE("shipped rules load, with unique ids and names and the agreed layout") {
-  auto rules = shipped_rules();
+  const ptadvise::RuleSet& rules = ptadvise::testing::shipped_rules();
   REQUIRE(rules.infos().size() >= 6);
   std::set<std::string> ids, names;
   for (const auto& info : rules.infos()) {
@@ -51,7 +44,7 @@ TEST_CASE("shipped rules load, with unique ids and names and the agreed layout")
 }
 
 TEST_CASE("every rule has its four docs sections and both a firing and a quiet fixture") {
-  auto rules = shipped_rules();
+  const ptadvise::RuleSet& rules = ptadvise::testing::shipped_rules();
   for (size_t r = 0; r < rules.infos().size(); ++r) {
     const auto& info = rules.infos()[r];
     INFO(info.id << " " << info.file);
@@ -72,7 +65,7 @@ TEST_CASE("every rule has its four docs sections and both a firing and a quiet f
 }
 
 TEST_CASE("every rule reports exactly the findings its fixtures declare") {
-  auto rules = shipped_rules();
+  const ptadvise::RuleSet& rules = ptadvise::testing::shipped_rules();
   for (size_t r = 0; r < rules.infos().size(); ++r) {
     const auto& info = rules.infos()[r];
     for (const auto& test : rules.tests(r)) {

@@ -9,24 +9,23 @@
 #include "ptadvise/analysis.h"
 #include "ptadvise/loader.h"
 #include "ptadvise/rules.h"
+#include "corpus_traces.h"
 
 // Needs ../shared/traces: ctest runs this suite as the `corpus` test, reported skipped without it.
 TEST_SUITE_BEGIN("corpus");
 
 namespace {
 
-const std::string kTraces = PTADVISE_SHARED_DIR "/traces/";
-
 // Findings of `rule` on a shared trace; nullopt (with a message) when the shared traces are absent.
 std::optional<std::vector<ptadvise::Finding>> findings_on(const std::string& file, const std::string& rule,
                                                          const std::map<std::string, double>& thresholds = {}) {
-  if (!std::filesystem::exists(kTraces + file)) {
-    MESSAGE("skipped: " << kTraces << file << " is absent (the shared traces live beside the project)");
+  if (!std::filesystem::exists(ptadvise::testing::corpus_dir() + file)) {
+    MESSAGE("skipped: " << ptadvise::testing::corpus_dir() << file << " is absent (the shared traces live beside the project)");
     return std::nullopt;
   }
   auto rules = ptadvise::load_rules({PTADVISE_SOURCE_DIR "/rules.d"});
   if (auto* error = std::get_if<ptadvise::RuleError>(&rules)) FAIL(error->message);
-  auto loaded = ptadvise::load_trace_file(kTraces + file);
+  auto loaded = ptadvise::load_trace_file(ptadvise::testing::corpus_dir() + file);
   if (auto* error = std::get_if<ptadvise::LoadError>(&loaded)) FAIL(error->message);
   const auto& timeline = std::get<ptadvise::Timeline>(loaded);
   ptadvise::Analysis analysis = ptadvise::analyze(timeline);

@@ -13,15 +13,9 @@
 #include "ptadvise/analysis.h"
 #include "ptadvise/loader.h"
 #include "ptadvise/rules.h"
+#include "shipped_rules.h"
 
 namespace ptadvise::testing {
-
-// The rules of the source tree's rules.d, loaded once.
-inline const RuleSet& shipped_rules() {
-  static const std::variant<RuleSet, RuleError> loaded = load_rules({std::string(PTADVISE_SOURCE_DIR) + "/rules.d"});
-  if (const auto* error = std::get_if<RuleError>(&loaded)) FAIL("rules.d does not load: " << error->message);
-  return std::get<RuleSet>(loaded);
-}
 
 // Whether rules.d ships `id`; expectations about rules not (yet) shipped are left out.
 inline bool shipped(const std::string& id) { return shipped_rules().find(id) != nullptr; }

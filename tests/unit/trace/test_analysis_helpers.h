@@ -14,6 +14,9 @@
 
 namespace ptadvise::testing {
 
+// The fetch annotation of a single-process data loader: where iterations start in traces without markers.
+inline constexpr const char* kLoader = "enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__";
+
 // The nth event (in file order) with this name and, optionally, this kind; kNone when absent.
 inline EventIndex find_event(const Timeline& timeline, std::string_view name, int nth = 0,
                              std::optional<EventKind> kind = std::nullopt) {

@@ -10,19 +10,18 @@
 #include "ptadvise/analysis.h"
 #include "ptadvise/loader.h"
 #include "ptadvise/rules.h"
+#include "corpus_traces.h"
 
 using namespace ptadvise;
 
 namespace {
 
-const std::string kTraces = PTADVISE_SHARED_DIR "/traces/";
-
 std::optional<Timeline> load(const std::string& file) {
-  if (!std::filesystem::exists(kTraces + file)) {
-    MESSAGE("skipped: " << kTraces << file << " is absent (the shared traces live beside the project)");
+  if (!std::filesystem::exists(ptadvise::testing::corpus_dir() + file)) {
+    MESSAGE("skipped: " << ptadvise::testing::corpus_dir() << file << " is absent (the shared traces live beside the project)");
     return std::nullopt;
   }
-  auto loaded = load_trace_file(kTraces + file);
+  auto loaded = load_trace_file(ptadvise::testing::corpus_dir() + file);
   REQUIRE(std::holds_alternative<Timeline>(loaded));
   return std::move(std::get<Timeline>(loaded));
 }

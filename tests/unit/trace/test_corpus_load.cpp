@@ -9,21 +9,22 @@
 #include <vector>
 
 #include "ptadvise/loader.h"
+#include "corpus_traces.h"
 
 // Needs ../shared/traces: ctest runs this suite as the `corpus` test, reported skipped without it.
 TEST_SUITE_BEGIN("corpus");
 
 namespace {
 
-struct Expected {
+struct ExpectedCounts {
   const char* file;
   uint64_t entries;  // entries of traceEvents (or of the bare array)
   size_t events;     // stored events (X, i, I)
   std::map<std::string, size_t> by_kind;
 };
 
-const std::vector<Expected>& expected_counts() {
-  static const std::vector<Expected> table{
+const std::vector<ExpectedCounts>& expected_counts() {
+  static const std::vector<ExpectedCounts> table{
     {"HTA__tests__data__amd_trace__mi250_minitoy_train_ROCm6_2_kineto.json.gz", 220, 115, {{"cpu_op", 70}, {"cuda_runtime", 21}, {"gpu_memcpy", 2}, {"gpu_user_annotation", 2}, {"instant", 2}, {"kernel", 14}, {"other", 1}, {"user_annotation", 3}}},
     {"HTA__tests__data__call_stack__backward_thread.json", 7, 7, {{"cpu_op", 3}, {"cuda_runtime", 1}, {"kernel", 1}, {"user_annotation", 2}}},
     {"HTA__tests__data__cpu_only__rank-34.Jul_15_10_52_41.1074.pt.trace.json.gz", 30, 18, {{"cpu_op", 4}, {"instant", 2}, {"other", 1}, {"user_annotation", 11}}},
@@ -84,20 +85,18 @@ const std::vector<Expected>& expected_counts() {
   return table;
 }
 
-const std::string kTraces = PTADVISE_SHARED_DIR "/traces";
-
 }  // namespace
 
 TEST_CASE("corpus: every shared trace loads with the exact event counts by kind") {
-  if (!std::filesystem::is_directory(kTraces)) {
-    MESSAGE("skipped: " << kTraces << " is absent (the shared traces sit beside the project)");
+  if (!std::filesystem::is_directory(ptadvise::testing::corpus_dir())) {
+    MESSAGE("skipped: " << ptadvise::testing::corpus_dir() << " is absent (the shared traces sit beside the project)");
     return;
   }
-  std::map<std::string, const Expected*> by_file;
-  for (const Expected& row : expected_counts()) by_file[row.file] = &row;
+  std::map<std::string, const ExpectedCounts*> by_file;
+  for (const ExpectedCounts& row : expected_counts()) by_file[row.file] = &row;
 
   size_t loaded = 0;
-  for (const auto& entry : std::filesystem::directory_iterator(kTraces)) {
+  for (const auto& entry : std::filesystem::directory_iterator(ptadvise::testing::corpus_dir())) {
     std::string name = entry.path().filename().string();
     if (name.size() < 5 || (name.substr(name.size() - 5) != ".json" &&
                             (name.size() < 8 || name.substr(name.size() - 8) != ".json.gz"))) {
@@ -118,7 +117,7 @@ TEST_CASE("corpus: every shared trace loads with the exact event counts by kind"
     CHECK(timeline.stats.recovered_errors == 0);
     CHECK(timeline.stats.warnings.empty());
     if (found == by_file.end()) continue;
-    const Expected& expected = *found->second;
+    const ExpectedCounts& expected = *found->second;
     CHECK(timeline.stats.events_seen == expected.entries);
     CHECK(timeline.events.size() == expected.events);
     std::map<std::string, size_t> by_kind;
@@ -129,12 +128,12 @@ TEST_CASE("corpus: every shared trace loads with the exact event counts by kind"
 }
 
 TEST_CASE("corpus: format, rank, devices and timestamps of a few eras") {
-  if (!std::filesystem::is_directory(kTraces)) {
-    MESSAGE("skipped: " << kTraces << " is absent (the shared traces sit beside the project)");
+  if (!std::filesystem::is_directory(ptadvise::testing::corpus_dir())) {
+    MESSAGE("skipped: " << ptadvise::testing::corpus_dir() << " is absent (the shared traces sit beside the project)");
     return;
   }
   auto load = [](const std::string& file) {
-    auto result = ptadvise::load_trace_file(kTraces + "/" + file);
+    auto result = ptadvise::load_trace_file(ptadvise::testing::corpus_dir() + file);
     REQUIRE(std::holds_alternative<ptadvise::Timeline>(result));
     return std::move(std::get<ptadvise::Timeline>(result));
   };

@@ -14,13 +14,13 @@ using namespace ptadvise;
 
 namespace {
 
-struct Expected {
+struct ExpectedShares {
   const char* file;
   double gpu_busy_pct, compute_busy_pct, communication_pct, copy_pct, idle_pct;
 };
 
 // Output of summary_expectations.py, copied as numbers (averages over the devices with activity).
-const Expected kExpected[] = {
+const ExpectedShares kExpectedShares[] = {
     {"HTA__tests__data__amd_trace__mi250_minitoy_train_ROCm6_2_kineto.json.gz",
      1.598254, 1.189034, 0.000000, 0.409220, 98.401746},
     {"HTA__tests__data__critical_path__alexnet__benchmark_result_2869224_1695835535_trace.json.gz",
@@ -64,7 +64,7 @@ const Expected kExpected[] = {
 TEST_CASE("corpus: compute, communication and copy shares match an independent computation") {
   const auto traces = testing::corpus_traces();
   if (!traces) return;
-  for (const Expected& expected : kExpected) {
+  for (const ExpectedShares& expected : kExpectedShares) {
     CAPTURE(expected.file);
     const auto timeline = testing::load_corpus_trace(*traces, expected.file);
     if (!timeline) continue;

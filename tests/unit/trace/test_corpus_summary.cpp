@@ -20,7 +20,7 @@ using namespace ptadvise;
 
 namespace {
 
-struct Expected {
+struct ExpectedSummary {
   const char* file;
   const char* why;  // what this trace covers
   size_t steps;
@@ -34,7 +34,7 @@ struct Expected {
 };
 
 // Output of summary_expectations.py, copied as numbers.
-const Expected kExpected[] = {
+const ExpectedSummary kExpectedSummaries[] = {
     {"HTA__tests__data__amd_trace__mi250_minitoy_train_ROCm6_2_kineto.json.gz",
      "AMD ROCm; the last ProfilerStep is cut short", 2, "ProfilerStep", 1, 9.325301, 9.325301, 1.598254,
      14.000000, 71.428571},
@@ -116,7 +116,7 @@ size_t rename(std::string& bytes, const std::string& from, const std::string& to
 TEST_CASE("corpus: summary figures match an independent computation on real traces") {
   const auto traces = testing::corpus_traces();
   if (!traces) return;
-  for (const Expected& expected : kExpected) {
+  for (const ExpectedSummary& expected : kExpectedSummaries) {
     CAPTURE(expected.file);
     CAPTURE(expected.why);
     const auto timeline = testing::load_corpus_trace(*traces, expected.file);

@@ -18,7 +18,7 @@ namespace {
 
 KernelFamily family(std::string_view name) { return KernelClassifier::builtin().classify(name); }
 
-std::string parse_error(std::string_view yaml) {
+std::string kernel_table_error(std::string_view yaml) {
   auto parsed = KernelClassifier::parse(yaml, "t.yaml");
   if (auto* error = std::get_if<KernelTableError>(&parsed)) return error->message;
   return "";
@@ -142,19 +142,19 @@ TEST_CASE("kernel families: every kernel of real traces gets the family its name
 }
 
 TEST_CASE("kernel families: table errors name the file, line and column") {
-  CHECK(parse_error("rules:\n  - family: tensor\n    glob: ['x*']\n") ==
+  CHECK(kernel_table_error("rules:\n  - family: tensor\n    glob: ['x*']\n") ==
         "t.yaml:2:13: rules[0].family: unknown family 'tensor'; expected one of matmul-tensor-core, matmul-simt, "
         "communication, copy, elementwise, reduction, other");
-  CHECK(parse_error("rules:\n  - family: copy\n") == "t.yaml:2:5: rules[0]: expected `glob:` or `regex:`");
-  CHECK(parse_error("rules:\n  - family: copy\n    regex: 'a(('\n").starts_with(
+  CHECK(kernel_table_error("rules:\n  - family: copy\n") == "t.yaml:2:5: rules[0]: expected `glob:` or `regex:`");
+  CHECK(kernel_table_error("rules:\n  - family: copy\n    regex: 'a(('\n").starts_with(
       "t.yaml:3:12: rules[0].regex: invalid regular expression: "));
-  CHECK(parse_error("rules:\n  - family: copy\n    glob: x\n    colour: red\n") ==
+  CHECK(kernel_table_error("rules:\n  - family: copy\n    glob: x\n    colour: red\n") ==
         "t.yaml:4:5: rules[0].colour: unknown key; expected one of family, glob, regex, examples, why");
-  CHECK(parse_error("rules: {}\n") == "t.yaml:1:8: rules: expected a list of rows");
-  CHECK(parse_error("version: 2\nrules: []\n") == "t.yaml:1:10: version: expected 1");
-  CHECK(parse_error("rules:\n  - family: copy\n    glob: ['*copy*']\n    examples: [gemm]\n") ==
+  CHECK(kernel_table_error("rules: {}\n") == "t.yaml:1:8: rules: expected a list of rows");
+  CHECK(kernel_table_error("version: 2\nrules: []\n") == "t.yaml:1:10: version: expected 1");
+  CHECK(kernel_table_error("rules:\n  - family: copy\n    glob: ['*copy*']\n    examples: [gemm]\n") ==
         "t.yaml:2: example 'gemm' is classified as other (no row matches), not as copy");
-  CHECK(parse_error("rules: [\n") .starts_with("t.yaml:2:1: yaml: "));
+  CHECK(kernel_table_error("rules: [\n") .starts_with("t.yaml:2:1: yaml: "));
 }
 
 TEST_CASE("kernel families: first row wins; a user's table is tried before the shipped one") {

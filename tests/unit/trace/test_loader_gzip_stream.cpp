@@ -14,6 +14,7 @@
 
 #include "big_trace.h"
 #include "gzip_bytes.h"
+#include "scoped_env.h"
 #include "input.h"
 #include "numbers.h"
 #include "ptadvise/loader.h"
@@ -22,6 +23,8 @@ using ptadvise::ArgKeySet;
 using ptadvise::LoadError;
 using ptadvise::LoadOptions;
 using ptadvise::Timeline;
+
+using ptadvise::testing::ScopedEnv;
 
 namespace {
 
@@ -97,12 +100,6 @@ std::optional<unsigned long long> peak_growth_kib(Work work) {
   REQUIRE(got);
   return grown;
 }
-
-struct ScopedEnv {
-  std::string name;
-  ScopedEnv(const char* key, const char* value) : name(key) { setenv(key, value, 1); }
-  ~ScopedEnv() { unsetenv(name.c_str()); }
-};
 
 }  // namespace
 

@@ -15,23 +15,18 @@
 #include "ptadvise/io.h"
 #include "ptadvise/loader.h"
 #include "gzip_bytes.h"
+#include "loader_test_support.h"
+#include "scoped_env.h"
 #include "trace_builder.h"
 
 using ptadvise::LoadError;
 using ptadvise::Timeline;
+using ptadvise::testing::ScopedEnv;
 using ptadvise::testing::TraceBuilder;
+using loader_test::gzip;
+using loader_test::load_ok;
 
 namespace {
-
-std::string gzip(std::string_view text) { return ptadvise::testing::gzip_bytes(text); }
-
-Timeline load_ok(std::string_view bytes) {
-  auto result = ptadvise::load_trace_bytes(bytes, "trace.json");
-  if (auto* error = std::get_if<LoadError>(&result)) {
-    FAIL("unexpected load error: " << error->message);
-  }
-  return std::move(std::get<Timeline>(result));
-}
 
 // n CPU ops named op0..op{n-1}; the event named op{bad} gets `bad_name` as its raw (unescaped) name.
 std::string ops_trace(int n, int bad, const std::string& bad_name) {
@@ -56,12 +51,6 @@ void write_file(const std::string& path, std::string_view bytes) {
   std::ofstream out(path, std::ios::binary | std::ios::trunc);
   out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
 }
-
-struct ScopedEnv {
-  std::string name;
-  ScopedEnv(const char* key, const char* value) : name(key) { setenv(key, value, 1); }
-  ~ScopedEnv() { unsetenv(name.c_str()); }
-};
 
 // Loads `bytes` written into a pipe by a child process, through /dev/fd/N (a path that is no regular file).
 // The child stops quietly when the loader stops reading.

@@ -133,8 +133,6 @@ void iteration(TraceBuilder& trace, double t, double fetch_us, const char* loade
   trace.launch("sgd_update", t + fetch_us + 65, 5, t + fetch_us + 85, 5);
 }
 
-constexpr const char* kLoader = "enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__";
-
 }  // namespace
 
 TEST_CASE("steps: without markers, iterations start at each data-loader fetch holding one optimizer step") {

@@ -14,8 +14,6 @@ using namespace ptadvise::testing;
 
 namespace {
 
-constexpr const char* kLoader = "enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__";
-
 // One batch of a GAN at `t`: the fetch (at t + fetch_at), then the discriminator's and the generator's
 // zero_grad ... step, both Adam.
 void gan_batch(TraceBuilder& trace, double t, double fetch_at) {

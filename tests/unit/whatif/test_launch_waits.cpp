@@ -18,7 +18,7 @@ enum class Launches { Asynchronous, Blocking };
 // Step k runs from 1000 + 200k µs: 8 kernel launches, a stream sync, then one more launch on the idle
 // stream and a device-to-host copy (pageable or pinned).
 // `gpu_offset_us` moves every GPU timestamp, as an inexact alignment of the GPU's clock with the host's does.
-Timeline steps(Launches launches, const std::string& copy_destination, double gpu_offset_us = 0) {
+Timeline launch_steps(Launches launches, const std::string& copy_destination, double gpu_offset_us = 0) {
   const double o = gpu_offset_us;
   testing::TraceBuilder trace(testing::Era::Kineto2023);
   trace.device(0, "NVIDIA A100", 8, 0, 80LL << 30);
@@ -68,7 +68,7 @@ whatif::NodeKind kind_of(const whatif::Graph& graph, EventIndex call) {
 
 TEST_CASE("whatif: a tiny kernel that ends before its launch returns is not waited for; blocking launches and pageable copies are") {
   SUBCASE("asynchronous launches, a pageable copy") {
-    Timeline timeline = steps(Launches::Asynchronous, "Pageable");
+    Timeline timeline = launch_steps(Launches::Asynchronous, "Pageable");
     Analysis analysis = analyze(timeline);
     REQUIRE(analysis.steady_step_count() == 3);
     const whatif::Graph graph = whatif::build_graph(analysis);
@@ -84,7 +84,7 @@ TEST_CASE("whatif: a tiny kernel that ends before its launch returns is not wait
     CHECK(graph.inferred_waits == 6);
   }
   SUBCASE("asynchronous launches, a pinned copy") {
-    Timeline timeline = steps(Launches::Asynchronous, "Pinned");
+    Timeline timeline = launch_steps(Launches::Asynchronous, "Pinned");
     Analysis analysis = analyze(timeline);
     const whatif::Graph graph = whatif::build_graph(analysis);
     for (int k = 0; k < 3; ++k) {
@@ -95,7 +95,7 @@ TEST_CASE("whatif: a tiny kernel that ends before its launch returns is not wait
     CHECK(graph.inferred_waits == 3);  // the stream syncs alone
   }
   SUBCASE("blocking launches (CUDA_LAUNCH_BLOCKING=1)") {
-    Timeline timeline = steps(Launches::Blocking, "Pinned");
+    Timeline timeline = launch_steps(Launches::Blocking, "Pinned");
     Analysis analysis = analyze(timeline);
     REQUIRE(analysis.steady_step_count() == 3);
     const whatif::Graph graph = whatif::build_graph(analysis);
@@ -120,7 +120,7 @@ TEST_CASE("analysis: which calls wait for their op does not depend on the offset
     {
       // Asynchronous launches: with the GPU clock early, most small kernels seem to end before their launch
       // returns; the 100 µs kernel's 5 µs launch never spans it, so the thread does not block.
-      Timeline timeline = steps(Launches::Asynchronous, "Pageable", offset_us);
+      Timeline timeline = launch_steps(Launches::Asynchronous, "Pageable", offset_us);
       Analysis analysis = analyze(timeline);
       REQUIRE(analysis.blocking_launches.size() == timeline.tracks.size());
       const EventIndex launch = nth(timeline, "cudaLaunchKernel", 0);
@@ -133,7 +133,7 @@ TEST_CASE("analysis: which calls wait for their op does not depend on the offset
     {
       // Blocking launches: with the GPU clock late, the kernels seem to end after their call returned; the
       // calls still last as long as their kernels.
-      Timeline timeline = steps(Launches::Blocking, "Pinned", offset_us);
+      Timeline timeline = launch_steps(Launches::Blocking, "Pinned", offset_us);
       Analysis analysis = analyze(timeline);
       const EventIndex launch = nth(timeline, "cudaLaunchKernel", 0);
       CHECK(analysis.blocking_launches[timeline.events.track[launch]] == 1);

@@ -11,6 +11,7 @@
 #include "ptadvise/analysis.h"
 #include "ptadvise/loader.h"
 #include "ptadvise/rules.h"
+#include "shipped_rules.h"
 
 using namespace ptadvise;
 
@@ -72,23 +73,14 @@ Measured predict(const RuleSet& rules, const std::string& path) {
   return {prediction.measured_step_ms, prediction.predicted_step_ms};
 }
 
-const RuleSet& shipped_rules() {
-  static const RuleSet rules = [] {
-    auto loaded = load_rules({default_rules_directory()});
-    REQUIRE(std::holds_alternative<RuleSet>(loaded));
-    return std::move(std::get<RuleSet>(loaded));
-  }();
-  return rules;
-}
-
 }  // namespace
 
 TEST_CASE("whatif validation: scenario traces predicted against their fixed twins") {
   size_t close = 0;
   for (const Pair& pair : kPairs) {
     CAPTURE(pair.before);
-    Measured before = predict(shipped_rules(), kScenarios + pair.before + ".json.gz");
-    Measured after = predict(shipped_rules(), kScenarios + pair.after + ".json.gz");
+    Measured before = predict(testing::shipped_rules(), kScenarios + pair.before + ".json.gz");
+    Measured after = predict(testing::shipped_rules(), kScenarios + pair.after + ".json.gz");
     CHECK(before.predicted_ms == doctest::Approx(pair.predicted_ms).epsilon(0.002));
     const double error = std::abs(before.predicted_ms - after.measured_ms) / after.measured_ms;
     CHECK((error <= 0.10) == pair.within_10_pct);
@@ -103,7 +95,7 @@ TEST_CASE("whatif validation: the batch-size fix, per sample") {
   auto loaded = load_trace_file(kScenarios + "16_small_batch_memory_underused.json.gz");
   REQUIRE(std::holds_alternative<Timeline>(loaded));
   Analysis analysis = analyze(std::get<Timeline>(loaded));
-  std::vector<Finding> findings = evaluate(shipped_rules(), analysis);
+  std::vector<Finding> findings = evaluate(testing::shipped_rules(), analysis);
   const Finding* batch = nullptr;
   for (const Finding& f : findings) {
     if (f.rule_name == "gpu-memory-underused") batch = &f;
@@ -114,7 +106,7 @@ TEST_CASE("whatif validation: the batch-size fix, per sample") {
   CHECK(batch->saving_method.find("The batch grows 4x") != std::string::npos);
   CHECK(batch->saving_method.find("except each kernel's first 0.8 us") != std::string::npos);
   CHECK(batch->predicted_step_ms == doctest::Approx(0.542).epsilon(0.002));
-  Measured twin = predict(shipped_rules(), kScenarios + "16_small_batch_memory_underused_fixed.json.gz");
+  Measured twin = predict(testing::shipped_rules(), kScenarios + "16_small_batch_memory_underused_fixed.json.gz");
   const double twin_per_8_samples = twin.measured_ms * 8.0 / 64.0;
   CHECK(twin_per_8_samples == doctest::Approx(0.511).epsilon(0.002));
   // +6%: the model grows 4x, where the GPU work fills the step; the twin grew 8x, amortising the optimizer's
@@ -145,7 +137,7 @@ TEST_CASE("whatif validation: resnet50 num_workers 0 -> 4, both shared sets") {
     auto loaded = load_trace_file(before);
     REQUIRE(std::holds_alternative<Timeline>(loaded));
     Analysis analysis = analyze(std::get<Timeline>(loaded));
-    std::vector<Finding> findings = evaluate(shipped_rules(), analysis);
+    std::vector<Finding> findings = evaluate(testing::shipped_rules(), analysis);
     const Finding* loader = nullptr;
     for (const Finding& f : findings) {
       if (f.rule_name == "data-loader-stall") loader = &f;
@@ -153,7 +145,7 @@ TEST_CASE("whatif validation: resnet50 num_workers 0 -> 4, both shared sets") {
     REQUIRE(loader != nullptr);
     CHECK(loader->saving_basis == "ledger+replay");
     CHECK(loader->predicted_step_ms == doctest::Approx(s.predicted_ms).epsilon(0.002));
-    Measured twin = predict(shipped_rules(), after);
+    Measured twin = predict(testing::shipped_rules(), after);
     CHECK(twin.measured_ms == doctest::Approx(s.twin_ms).epsilon(0.002));
     CHECK(std::abs(loader->predicted_step_ms - twin.measured_ms) <= 0.10 * twin.measured_ms);
   }

@@ -20,14 +20,14 @@ using namespace ptadvise;
 namespace {
 const std::string kLoader = std::string(PTADVISE_SOURCE_DIR) + "/testdata/scenarios/05_dataloader_num_workers_0.json.gz";
 
-std::string rule_with(const std::string& transform) {
+std::string whatif_rule_with(const std::string& transform) {
   return "id: PTA901\nname: test-rule\nseverity: warning\ntags: [sync]\nsummary: A test rule.\nfix: Do not.\n"
          "docs: {what: w, why: y, example: e, fix: f}\nselect:\n  syncs: {kind: cpu_op, name: \"aten::item\"}\n"
          "group: {by: [op]}\nmessage: \"{site.op}\"\nsaving: {ms_per_step: time_ms, method: own time}\n" +
          transform;
 }
 
-std::string error_of(const std::string& text) {
+std::string whatif_error_of(const std::string& text) {
   auto result = load_rule_text(text, "r.yaml");
   if (auto* error = std::get_if<RuleError>(&result)) return error->message;
   return "(no error)";
@@ -180,24 +180,24 @@ TEST_CASE("whatif command: the findings are check's, with the same selection and
 }
 
 TEST_CASE("transform: primitives and parameters are validated with their position") {
-  CHECK(error_of(rule_with("transform:\n  apply:\n    - remove: {}\n  method: gone\n")) == "(no error)");
-  CHECK(error_of(rule_with("transform:\n  apply:\n    - vanish: {}\n  method: gone\n")) ==
+  CHECK(whatif_error_of(whatif_rule_with("transform:\n  apply:\n    - remove: {}\n  method: gone\n")) == "(no error)");
+  CHECK(whatif_error_of(whatif_rule_with("transform:\n  apply:\n    - vanish: {}\n  method: gone\n")) ==
         "r.yaml:15:7: transform.apply: unknown primitive 'vanish'; expected remove, scale, make_async, fuse, overlap, background or batch");
-  CHECK(error_of(rule_with("transform:\n  apply:\n    - background: {host_time: charged_idle}\n  method: m\n")) == "(no error)");
-  CHECK(error_of(rule_with("transform:\n  apply:\n    - background: {host_time: some}\n  method: m\n")) ==
+  CHECK(whatif_error_of(whatif_rule_with("transform:\n  apply:\n    - background: {host_time: charged_idle}\n  method: m\n")) == "(no error)");
+  CHECK(whatif_error_of(whatif_rule_with("transform:\n  apply:\n    - background: {host_time: some}\n  method: m\n")) ==
         "r.yaml:15:31: transform.apply.background.host_time: expected events or charged_idle, got 'some'");
-  CHECK(error_of(rule_with("transform:\n  apply:\n    - batch: {factor: 8}\n  method: m\n")) == "(no error)");
-  CHECK(error_of(rule_with("transform:\n  apply:\n    - batch: {factor: 0.5}\n  method: m\n")) ==
+  CHECK(whatif_error_of(whatif_rule_with("transform:\n  apply:\n    - batch: {factor: 8}\n  method: m\n")) == "(no error)");
+  CHECK(whatif_error_of(whatif_rule_with("transform:\n  apply:\n    - batch: {factor: 0.5}\n  method: m\n")) ==
         "r.yaml:15:23: transform.apply.batch.factor: expected a number from 1 to 1024, got '0.5'");
-  CHECK(error_of(rule_with("transform:\n  apply:\n    - batch: {factor: 8, memory_target: 0.5}\n  method: m\n")) ==
+  CHECK(whatif_error_of(whatif_rule_with("transform:\n  apply:\n    - batch: {factor: 8, memory_target: 0.5}\n  method: m\n")) ==
         "r.yaml:15:14: transform.apply.batch: expected at most one of factor or memory_target");
-  CHECK(error_of(rule_with("transform:\n  apply:\n    - scale: {}\n  method: m\n")) ==
+  CHECK(whatif_error_of(whatif_rule_with("transform:\n  apply:\n    - scale: {}\n  method: m\n")) ==
         "r.yaml:15:14: transform.apply.scale: expected exactly one of table or factor");
-  CHECK(error_of(rule_with("transform:\n  apply:\n    - scale: {table: magic}\n  method: m\n")) ==
+  CHECK(whatif_error_of(whatif_rule_with("transform:\n  apply:\n    - scale: {table: magic}\n  method: m\n")) ==
         "r.yaml:15:22: transform.apply.scale.table: expected tensor_cores or pinned_copy, got 'magic'");
-  CHECK(error_of(rule_with("transform:\n  apply:\n    - remove: {select: nope}\n  method: m\n")) ==
+  CHECK(whatif_error_of(whatif_rule_with("transform:\n  apply:\n    - remove: {select: nope}\n  method: m\n")) ==
         "r.yaml:14:3: transform.apply.select: no selection named 'nope'");
-  CHECK(error_of(rule_with("transform:\n  apply:\n    - remove: {}\n")) ==
+  CHECK(whatif_error_of(whatif_rule_with("transform:\n  apply:\n    - remove: {}\n")) ==
         "r.yaml:14:3: transform.method: expected a non-empty string");
 }
 

@@ -18,6 +18,9 @@ using StringId = uint32_t;
 using EventIndex = uint32_t;
 inline constexpr uint32_t kNone = 0xFFFFFFFFu;
 
+// Times are integer nanoseconds; reports give milliseconds.
+inline constexpr double kNsPerMs = 1e6;
+
 // One pool per timeline; ids are dense and stable, id 0 is the empty string.
 class StringPool {
  public:
