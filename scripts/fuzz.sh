@@ -17,7 +17,11 @@ CC=clang CXX=clang++ cmake -S "$root" -B "$build_dir" -DCMAKE_BUILD_TYPE=RelWith
   -DPTADVISE_TESTS=OFF -DPTADVISE_CAPTURE=OFF "${launcher[@]}" >/dev/null
 cmake --build "$build_dir" -j "$(nproc)" --target ptadvise_fuzzers
 limit=(-max_total_time="$seconds")
-[[ -n "${FUZZ_RUNS:-}" ]] && limit=(-runs="$FUZZ_RUNS")
+budget="${seconds}s"
+if [[ -n "${FUZZ_RUNS:-}" ]]; then
+  limit=(-runs="$FUZZ_RUNS")
+  budget="$FUZZ_RUNS runs"
+fi
 artifacts=${FUZZ_ARTIFACTS:-$root/fuzz-artifacts}
 mkdir -p "$artifacts"
 work=$(mktemp -d)
@@ -38,7 +42,7 @@ run_harness() {
   code=$?
   set -e
   {
-    echo "-- $name (${FUZZ_RUNS:+$FUZZ_RUNS runs}${FUZZ_RUNS:-${seconds}s})"
+    echo "-- $name ($budget)"
     grep -E "^(stat::number_of_executed_units|stat::peak_rss_mb|==[0-9]+==ERROR|SUMMARY)" "$work/$name.log" || true
     tail -n 2 "$work/$name.log"
     if [[ $code -ne 0 ]]; then

@@ -17,7 +17,7 @@ namespace ptadvise {
 
 namespace {
 
-using Key = std::tuple<int64_t, std::string, int64_t>;  // (step or -1, group, order or sequence number)
+using CallKey = std::tuple<int64_t, std::string, int64_t>;  // (step or -1, group, order or sequence number)
 
 struct Stretch {
   double compute = 0, data_loader = 0, copies = 0, host = 0, untraced = 0;
@@ -49,13 +49,13 @@ CollectiveMatch match_collectives(const std::vector<const RankDigest*>& ranks) {
     for (const auto& call : digest->collectives) sequences = sequences && call.seq >= 0;
   }
   match.by_sequence = sequences && match.total > 0;
-  std::map<Key, std::vector<int64_t>> matched;  // key -> call index per rank (-1 = absent)
+  std::map<CallKey, std::vector<int64_t>> matched;  // key -> call index per rank (-1 = absent)
   for (size_t r = 0; r < n; ++r) {
     const auto& calls = ranks[r]->collectives;
     for (size_t c = 0; c < calls.size(); ++c) {
       const std::string group = calls[c].group + '\x1f' + std::string(to_string(calls[c].type));
-      Key key = match.by_sequence ? Key{-1, calls[c].group, calls[c].seq}
-                                  : Key{calls[c].step, group, static_cast<int64_t>(calls[c].order)};
+      CallKey key = match.by_sequence ? CallKey{-1, calls[c].group, calls[c].seq}
+                                  : CallKey{calls[c].step, group, static_cast<int64_t>(calls[c].order)};
       auto& slots = matched.try_emplace(key, std::vector<int64_t>(n, -1)).first->second;
       if (slots[r] < 0) slots[r] = static_cast<int64_t>(c);
     }
