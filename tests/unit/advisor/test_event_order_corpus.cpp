@@ -328,7 +328,10 @@ TEST_CASE("corpus: a trace's report does not depend on the order its events are 
     std::vector<size_t> by_time = order;
     std::stable_sort(by_time.begin(), by_time.end(), [&](size_t a, size_t b) { return list->ts[a] < list->ts[b]; });
     std::vector<size_t> reversed(order.rbegin(), order.rend());
-    for (const auto& [label, variant] : {std::pair{"sorted by time", by_time}, std::pair{"reversed", reversed}}) {
+    for (const auto& rewrite : {std::pair{"sorted by time", by_time}, std::pair{"reversed", reversed}}) {
+      // Named, not a structured binding: CAPTURE's lambda cannot capture a binding under clang < 16.
+      const char* const label = rewrite.first;
+      const std::vector<size_t>& variant = rewrite.second;
       CAPTURE(label);
       const std::string path = dir.file(std::string(label == std::string("reversed") ? "reversed/" : "by_time/") +
                                         trace.filename().string());

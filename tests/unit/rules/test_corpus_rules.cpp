@@ -162,7 +162,9 @@ TEST_CASE("corpus: every reviewed trace gets exactly its reviewed findings, savi
     }
     // No finding, and not all of them together, may save more than the step.
     double total = 0;
-    for (const auto& [id, saving] : trace.findings) {
+    for (const auto& finding : trace.findings) {
+      const auto& id = finding.first;  // named, not bound: CHECK_MESSAGE's lambda (clang < 16)
+      const double saving = finding.second;
       CHECK_MESSAGE(saving <= trace.step_ms + 1e-6,
                     row.file << ": " << id << " saves " << saving << " ms of a " << trace.step_ms << " ms step");
       total += saving;
