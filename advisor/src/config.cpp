@@ -12,7 +12,7 @@
 #include "ptadvise/bad_alloc_shield.h"
 #include "ptadvise/io.h"
 #include "ptadvise/yaml_budget.h"
-#include "ptadvise/yaml_where.h"
+#include "ptadvise/yaml_reader.h"
 
 namespace ptadvise {
 

@@ -55,7 +55,7 @@ CollectiveMatch match_collectives(const std::vector<const RankDigest*>& ranks) {
     for (size_t c = 0; c < calls.size(); ++c) {
       const std::string group = calls[c].group + '\x1f' + std::string(to_string(calls[c].type));
       CallKey key = match.by_sequence ? CallKey{-1, calls[c].group, calls[c].seq}
-                                  : CallKey{calls[c].step, group, static_cast<int64_t>(calls[c].order)};
+                                      : CallKey{calls[c].step, group, static_cast<int64_t>(calls[c].order)};
       auto& slots = matched.try_emplace(key, std::vector<int64_t>(n, -1)).first->second;
       if (slots[r] < 0) slots[r] = static_cast<int64_t>(c);
     }

@@ -328,7 +328,7 @@ void add_rule_in_shield(JobRuleSetImpl& set, std::string_view yaml, const std::s
     root = YAML::Load(std::string(yaml));
   } catch (const YAML::Exception& error) {
     std::ostringstream out;
-    out << file << ':' << error.mark.line + 1 << ':' << error.mark.column + 1 << ": " << error.msg;
+    out << yaml_where(file, error.mark) << ": " << error.msg;
     throw Failure{single_line(out.str())};  // the parser quotes the offending character: it may be a newline
   }
   if (!yaml_within_budget(root)) throw Failure{file + ": yaml: " + yaml_budget_message()};

@@ -30,6 +30,12 @@ inline std::string single_line(std::string_view text) {
   return out;
 }
 
+// "file:line:column" of a node, or the file alone when yaml-cpp has no position (a node built in memory).
+inline std::string yaml_where(const std::string& file, const YAML::Mark& mark) {
+  if (mark.is_null() || mark.line < 0) return file;
+  return file + ":" + std::to_string(mark.line + 1) + ":" + std::to_string(mark.column + 1);
+}
+
 class YamlReader {
  public:
   explicit YamlReader(std::string file) : file_(std::move(file)) {}
@@ -38,10 +44,7 @@ class YamlReader {
     fail_at(node.Mark(), key, what);
   }
   [[noreturn]] void fail_at(const YAML::Mark& mark, const std::string& key, const std::string& what) const {
-    std::string message = file_;
-    if (!mark.is_null()) message += ':' + std::to_string(mark.line + 1) + ':' + std::to_string(mark.column + 1);
-    message += ": " + key + ": " + what;
-    throw YamlReadError{single_line(message)};
+    throw YamlReadError{single_line(yaml_where(file_, mark) + ": " + key + ": " + what)};
   }
 
   // A mapping whose keys are all among `allowed`.
