@@ -4,6 +4,7 @@
 
 #include <zlib.h>
 
+#include <cstdio>
 #include <string>
 #include <string_view>
 
@@ -24,15 +25,32 @@ inline std::string gzip_bytes(std::string_view text) {
 }
 
 // The inflated content of a gzip file (a plain file is passed through, as zlib does); empty when it
-// cannot be opened.
-inline std::string gunzip_file(const std::string& path) {
+// cannot be opened. The string's capacity holds `spare` bytes more (simdjson's padding, say), and is
+// reserved once from the size the file states (its own, or a gzip member's ISIZE): growing it as the
+// reads go made fresh copies of tens of MB, page by page.
+inline std::string gunzip_file(const std::string& path, size_t spare = 0) {
   std::string text;
+  size_t expected = 0;
+  if (FILE* raw = std::fopen(path.c_str(), "rb")) {
+    unsigned char head[2] = {0, 0}, tail[4] = {0, 0, 0, 0};
+    if (std::fread(head, 1, 2, raw) == 2 && head[0] == 0x1f && head[1] == 0x8b) {
+      if (std::fseek(raw, -4, SEEK_END) == 0 && std::fread(tail, 1, 4, raw) == 4) {
+        expected = size_t{tail[0]} | size_t{tail[1]} << 8 | size_t{tail[2]} << 16 | size_t{tail[3]} << 24;
+      }
+    } else if (std::fseek(raw, 0, SEEK_END) == 0) {
+      const long size = std::ftell(raw);
+      expected = size > 0 ? static_cast<size_t>(size) : 0;
+    }
+    std::fclose(raw);
+  }
   gzFile file = gzopen(path.c_str(), "rb");
   if (file == nullptr) return text;
+  text.reserve(expected + spare);
   char buffer[65536];
   int got;
   while ((got = gzread(file, buffer, sizeof buffer)) > 0) text.append(buffer, static_cast<size_t>(got));
   gzclose(file);
+  if (text.capacity() < text.size() + spare) text.reserve(text.size() + spare);
   return text;
 }
 

@@ -25,70 +25,17 @@
 #include <string_view>
 #include <vector>
 
-#include "gzip_bytes.h"
 #include "ptadvise/advisor.h"
 #include "temp_dir.h"
+#include "trace_text.h"
 
 // Needs ../shared/traces: ctest runs this suite as the `corpus` test, reported skipped without it.
 TEST_SUITE_BEGIN("corpus");
 
 namespace {
 
-// The text of a trace cut around its event list: before the first event, the events as written, after
-// the last one. nullopt when the text is not one JSON document with a non-empty event list.
-struct EventList {
-  std::string before, after;
-  std::vector<std::string_view> events;
-  std::vector<double> ts;  // each event's "ts" (0 when it has none)
-};
-
-std::optional<EventList> split_event_list(const simdjson::padded_string& text) {
-  simdjson::ondemand::parser parser;
-  simdjson::ondemand::document doc;
-  if (parser.iterate(text).get(doc)) return std::nullopt;
-  simdjson::ondemand::array list;
-  simdjson::ondemand::json_type type;
-  if (doc.type().get(type)) return std::nullopt;
-  if (type == simdjson::ondemand::json_type::array) {
-    if (doc.get_array().get(list)) return std::nullopt;
-  } else if (doc["traceEvents"].get_array().get(list)) {
-    return std::nullopt;
-  }
-  EventList out;
-  const char* begin = text.data();
-  const char* first = nullptr;
-  const char* last_end = nullptr;
-  for (auto element : list) {
-    simdjson::ondemand::object event;
-    std::string_view raw;
-    if (element.get_object().get(event) || event.raw_json().get(raw)) return std::nullopt;
-    // Read by hand: a second document on the same parser would end the walk of this one.
-    double ts = 0;
-    const size_t at = raw.find("\"ts\"");
-    if (at != std::string_view::npos) {
-      size_t k = raw.find(':', at) + 1;
-      while (k < raw.size() && (raw[k] == ' ' || raw[k] == '"')) ++k;
-      ts = std::strtod(std::string(raw.substr(k, 40)).c_str(), nullptr);
-    }
-    if (first == nullptr) first = raw.data();
-    last_end = raw.data() + raw.size();
-    out.events.push_back(raw);
-    out.ts.push_back(ts);
-  }
-  if (out.events.empty()) return std::nullopt;
-  out.before.assign(begin, first);
-  out.after.assign(last_end, begin + text.size());
-  return out;
-}
-
-std::string write_events(const EventList& list, const std::vector<size_t>& order) {
-  std::string out = list.before;
-  for (size_t k = 0; k < order.size(); ++k) {
-    if (k > 0) out += ",\n";
-    out += list.events[order[k]];
-  }
-  return out + list.after;
-}
+using ptadvise::testing::EventList;
+using ptadvise::testing::FieldText;
 
 // The categories of events on a GPU's tracks, whose pid is the device and tid the stream: never renamed.
 bool gpu_category(std::string_view category) {
@@ -107,56 +54,22 @@ bool host_category(std::string_view category) {
 constexpr int64_t kRenameBase = int64_t{1} << 40;
 constexpr int64_t kStreamBase = 100000, kStreamLimit = 10000;
 
-struct Field {
-  std::string key;    // as JSON text, quoted
-  std::string value;  // the value's JSON text
-};
-
-// The fields of one JSON object, in their order, as text.
-std::vector<Field> object_fields(simdjson::ondemand::parser& parser, std::string_view raw) {
-  const simdjson::padded_string copy(raw);
-  simdjson::ondemand::document doc;
-  simdjson::ondemand::object object;
-  std::vector<Field> fields;
-  REQUIRE(parser.iterate(copy).get(doc) == simdjson::SUCCESS);
-  REQUIRE(doc.get_object().get(object) == simdjson::SUCCESS);
-  for (auto field_result : object) {
-    simdjson::ondemand::field field;
-    std::string_view key, value_raw;
-    REQUIRE(std::move(field_result).get(field) == simdjson::SUCCESS);
-    REQUIRE(field.unescaped_key().get(key) == simdjson::SUCCESS);
-    Field f{nlohmann::json(std::string(key)).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace), {}};
-    simdjson::ondemand::value& value = field.value();
-    simdjson::ondemand::json_type type = simdjson::ondemand::json_type::null;
-    REQUIRE(value.type().get(type) == simdjson::SUCCESS);
-    if (type == simdjson::ondemand::json_type::object) {
-      simdjson::ondemand::object inner;
-      REQUIRE(value.get_object().get(inner) == simdjson::SUCCESS);
-      REQUIRE(inner.raw_json().get(value_raw) == simdjson::SUCCESS);
-    } else if (type == simdjson::ondemand::json_type::array) {
-      simdjson::ondemand::array inner;
-      REQUIRE(value.get_array().get(inner) == simdjson::SUCCESS);
-      REQUIRE(inner.raw_json().get(value_raw) == simdjson::SUCCESS);
-    } else {
-      value_raw = value.raw_json_token();
-    }
-    f.value = std::string(value_raw);
-    while (!f.value.empty() && std::isspace(static_cast<unsigned char>(f.value.back()))) f.value.pop_back();
-    fields.push_back(std::move(f));
-  }
-  return fields;
-}
-
 std::optional<int64_t> as_int(const std::string& text) {
   if (text.empty() || text.size() > 15 || text.find_first_not_of("0123456789") != std::string::npos) return std::nullopt;
   return std::stoll(text);
 }
 
-std::string value_of(const std::vector<Field>& fields, std::string_view key) {
-  for (const Field& f : fields) {
-    if (f.key == key) return f.value;
-  }
-  return {};
+// A field's value as written ("" when absent).
+std::string value_of(const std::vector<FieldText>& fields, std::string_view key) {
+  const FieldText* field = ptadvise::testing::find_field(fields, key);
+  return field == nullptr ? std::string() : std::string(field->value);
+}
+
+// The fields of an event or of its args; a trace that simdjson walked has only well-formed objects.
+std::vector<FieldText> object_fields_or_fail(simdjson::ondemand::parser& parser, std::string_view raw) {
+  auto fields = ptadvise::testing::object_fields(parser, raw);
+  if (!fields) FAIL("not an object, in a trace simdjson walked: " << raw.substr(0, 200));
+  return std::move(*fields);
 }
 
 struct Renamed {
@@ -168,13 +81,13 @@ struct Renamed {
 // processes (those of host events, never of a GPU's) and the GPU streams renamed in reverse order.
 std::string rewrite_keys_and_ids(const EventList& list, Renamed& renamed) {
   simdjson::ondemand::parser parser;
-  std::vector<std::vector<Field>> events;
+  std::vector<std::vector<FieldText>> events;
   std::set<int64_t> host_pids, gpu_pids;
   for (std::string_view raw : list.events) {
-    std::vector<Field> fields = object_fields(parser, raw);
-    std::string category = value_of(fields, "\"cat\"");
+    std::vector<FieldText> fields = object_fields_or_fail(parser, raw);
+    std::string category = value_of(fields, "cat");
     if (category.size() >= 2) category = category.substr(1, category.size() - 2);
-    if (const auto pid = as_int(value_of(fields, "\"pid\""))) {
+    if (const auto pid = as_int(value_of(fields, "pid"))) {
       if (gpu_category(category)) gpu_pids.insert(*pid);
       if (host_category(category)) host_pids.insert(*pid);
     }
@@ -187,42 +100,54 @@ std::string rewrite_keys_and_ids(const EventList& list, Renamed& renamed) {
     renamed.streams[kStreamBase - *id] = *id;
     return std::to_string(kStreamBase - *id);
   };
-  std::string out = list.before;
+  // Reserved once: grown as it goes, the copies of tens of MB were a quarter of this test's time.
+  size_t bytes = list.before.size() + list.after.size();
+  for (std::string_view raw : list.events) bytes += raw.size() + 64;
+  std::string out;
+  out.reserve(bytes);
+  out += list.before;
   for (size_t e = 0; e < events.size(); ++e) {
     if (e > 0) out += ",\n";
-    const auto pid = as_int(value_of(events[e], "\"pid\""));
+    const auto pid = as_int(value_of(events[e], "pid"));
     const bool host = pid && host_pids.contains(*pid);
-    std::string category = value_of(events[e], "\"cat\"");
-    const std::string phase = value_of(events[e], "\"ph\"");
+    std::string category = value_of(events[e], "cat");
+    const std::string phase = value_of(events[e], "ph");
     // A GPU track's tid is its stream: on the GPU's events, its name and sort index, its flow ends.
     const bool gpu_track = pid && gpu_pids.contains(*pid) &&
                            (gpu_category(category.size() >= 2 ? category.substr(1, category.size() - 2) : "") ||
                             phase == "\"M\"" || phase == "\"s\"" || phase == "\"f\"" || phase == "\"t\"");
     out += "{";
     for (size_t k = events[e].size(); k-- > 0;) {
-      const Field& f = events[e][k];
-      std::string value = f.value;
-      if (host && (f.key == "\"pid\"" || f.key == "\"tid\"")) {
+      const FieldText& f = events[e][k];
+      std::string value(f.value);
+      if (host && (f.key == "pid" || f.key == "tid")) {
         if (auto id = as_int(value)) {
           renamed.host_ids[kRenameBase - *id] = *id;
           value = std::to_string(kRenameBase - *id);
         }
-      } else if (gpu_track && f.key == "\"tid\"") {
+      } else if (gpu_track && f.key == "tid") {
         value = stream(value);
-      } else if (f.key == "\"args\"" && value.starts_with("{")) {
-        const std::vector<Field> args = object_fields(parser, value);
+      } else if (f.key == "args" && value.starts_with("{")) {
+        const std::vector<FieldText> args = object_fields_or_fail(parser, f.value);  // views into the trace
         value = "{";
         for (size_t a = args.size(); a-- > 0;) {
-          const bool names_stream = args[a].key == "\"stream\"" || args[a].key == "\"wait_on_stream\"";
-          value += args[a].key + ": " + (names_stream ? stream(args[a].value) : args[a].value) + (a > 0 ? ", " : "");
+          const bool names_stream = args[a].key == "stream" || args[a].key == "wait_on_stream";
+          value += args[a].key_text;
+          value += ": ";
+          value += names_stream ? stream(std::string(args[a].value)) : std::string(args[a].value);
+          if (a > 0) value += ", ";
         }
         value += "}";
       }
-      out += f.key + ": " + value + (k > 0 ? ", " : "");
+      out += f.key_text;
+      out += ": ";
+      out += value;
+      if (k > 0) out += ", ";
     }
     out += "}";
   }
-  return out + list.after;
+  out += list.after;
+  return out;
 }
 
 // The report with the renamed ids and streams given back their old numbers: host ids wherever a number
@@ -314,15 +239,15 @@ TEST_CASE("corpus: a trace's report does not depend on the order its events are 
   size_t compared = 0, rewritten = 0, renamed_ids = 0, renamed_streams = 0;
   for (const auto& trace : traces) {
     CAPTURE(trace.filename().string());
-    const simdjson::padded_string text(ptadvise::testing::gunzip_file(trace.string()));
-    const std::optional<EventList> list = split_event_list(text);
+    const std::string text = ptadvise::testing::read_trace_text(trace.string());
+    const std::optional<EventList> list = ptadvise::testing::split_event_list(text);
     if (!list) continue;  // not one clean JSON document (a Kineto quirk the loader recovers from)
     // Same file name in its own directory: a rank read from the name stays the same.
     const std::string copy = dir.file("original/" + trace.filename().string());
     std::filesystem::create_directories(dir.file("original"));
     std::vector<size_t> order(list->events.size());
     std::iota(order.begin(), order.end(), size_t{0});
-    std::ofstream(copy) << write_events(*list, order);
+    ptadvise::testing::write_events_file(copy, *list, order);
     const nlohmann::json expected = check_report(copy);
 
     std::vector<size_t> by_time = order;
@@ -336,7 +261,7 @@ TEST_CASE("corpus: a trace's report does not depend on the order its events are 
       const std::string path = dir.file(std::string(label == std::string("reversed") ? "reversed/" : "by_time/") +
                                         trace.filename().string());
       std::filesystem::create_directories(std::filesystem::path(path).parent_path());
-      std::ofstream(path) << write_events(*list, variant);
+      ptadvise::testing::write_events_file(path, *list, variant);
       const nlohmann::json got = check_report(path);
       if (got != expected) {
         const nlohmann::json patch = nlohmann::json::diff(expected, got);

@@ -7,15 +7,16 @@
 
 #include <algorithm>
 #include <filesystem>
-#include <fstream>
+#include <optional>
 #include <set>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "corpus_traces.h"
-#include "gzip_bytes.h"
 #include "json_report.h"
 #include "temp_dir.h"
+#include "trace_text.h"
 
 TEST_SUITE_BEGIN("corpus");
 
@@ -25,6 +26,9 @@ TEST_CASE("corpus: the first half of a run's steps gets the findings of the whol
 }
 #else
 namespace {
+
+using ptadvise::testing::EventList;
+using ptadvise::testing::FieldText;
 
 struct Checked {
   std::set<std::string> rules;    // every finding's rule
@@ -45,46 +49,76 @@ Checked check_window(const std::string& path) {
   return checked;
 }
 
-bool is_gpu_side_event(const std::string& category) {
-  static const std::set<std::string> gpu{"kernel", "Kernel", "gpu_memcpy", "Memcpy", "gpu_memset", "Memset",
-                                         "gpu_user_annotation"};
+bool is_gpu_side_event(std::string_view category) {
+  static const std::set<std::string_view> gpu{"kernel", "Kernel", "gpu_memcpy", "Memcpy", "gpu_memset", "Memset",
+                                              "gpu_user_annotation"};
   return gpu.contains(category);
 }
 
-// The trace as if profiling had stopped at `stop`: host events from then on are gone, the ones running
-// then end there; GPU work launched before it is kept whole (the profiler synchronizes before it stops).
-nlohmann::json stopped_at(const nlohmann::json& trace, double stop) {
-  const nlohmann::json& events = trace.is_array() ? trace : trace.at("traceEvents");
-  std::set<long long> launched;
-  for (const auto& e : events) {
-    const std::string category = e.value("cat", "");
-    if ((category == "cuda_runtime" || category == "Runtime" || category == "cuda_driver") && e.contains("ts") &&
-        e["ts"].is_number() && e["ts"].get<double>() < stop && e.contains("args") && e["args"].contains("correlation")) {
-      launched.insert(e["args"]["correlation"].get<long long>());
+// An event's fields, and its args' correlation id when it has one.
+struct EventFields {
+  std::vector<FieldText> fields;
+  std::optional<double> correlation;
+};
+
+std::vector<EventFields> event_fields_of(const EventList& list) {
+  simdjson::ondemand::parser parser;
+  std::vector<EventFields> events;
+  events.reserve(list.events.size());
+  for (std::string_view raw : list.events) {
+    auto fields = ptadvise::testing::object_fields(parser, raw);
+    if (!fields) FAIL("an event simdjson walked is not an object: " << raw.substr(0, 200));
+    EventFields event{std::move(*fields), std::nullopt};
+    const FieldText* args = ptadvise::testing::find_field(event.fields, "args");
+    if (args != nullptr && args->value.starts_with("{")) {
+      const auto arg_fields = ptadvise::testing::object_fields(parser, args->value);
+      if (!arg_fields) FAIL("args that simdjson walked are not an object: " << args->value.substr(0, 200));
+      event.correlation = ptadvise::testing::number_field(*arg_fields, "correlation");
+    }
+    events.push_back(std::move(event));
+  }
+  return events;
+}
+
+// The trace's events as if profiling had stopped at `stop`: host events from then on are gone, the ones
+// running then end there; GPU work launched before it is kept whole (the profiler synchronizes before it
+// stops).
+std::vector<std::string> stopped_at(const EventList& list, const std::vector<EventFields>& events, double stop) {
+  using ptadvise::testing::number_field;
+  using ptadvise::testing::string_field;
+  std::set<double> launched;
+  for (const EventFields& e : events) {
+    const std::string_view category = string_field(e.fields, "cat");
+    const auto ts = number_field(e.fields, "ts");
+    if ((category == "cuda_runtime" || category == "Runtime" || category == "cuda_driver") && ts && *ts < stop &&
+        e.correlation) {
+      launched.insert(*e.correlation);
     }
   }
-  nlohmann::json kept = nlohmann::json::array();
-  for (const auto& e : events) {
-    if (!e.is_object() || e.value("ph", "") == "M" || !e.contains("ts") || !e["ts"].is_number()) {
-      kept.push_back(e);
+  std::vector<std::string> kept;
+  for (size_t k = 0; k < events.size(); ++k) {
+    const std::vector<FieldText>& fields = events[k].fields;
+    const std::string_view raw = list.events[k];
+    const auto ts = number_field(fields, "ts");
+    if (string_field(fields, "ph") == "M" || !ts) {
+      kept.emplace_back(raw);
       continue;
     }
-    const double ts = e["ts"].get<double>();
-    if (is_gpu_side_event(e.value("cat", ""))) {
-      const bool ours = e.contains("args") && e["args"].contains("correlation") &&
-                        launched.contains(e["args"]["correlation"].get<long long>());
-      if (ts < stop || ours) kept.push_back(e);
+    if (is_gpu_side_event(string_field(fields, "cat"))) {
+      const bool ours = events[k].correlation && launched.contains(*events[k].correlation);
+      if (*ts < stop || ours) kept.emplace_back(raw);
       continue;
     }
-    if (ts >= stop) continue;
-    nlohmann::json copy = e;
-    if (copy.contains("dur") && copy["dur"].is_number() && ts + copy["dur"].get<double>() > stop) copy["dur"] = stop - ts;
-    kept.push_back(std::move(copy));
+    if (*ts >= stop) continue;
+    const FieldText* dur = ptadvise::testing::find_field(fields, "dur");
+    const auto length = number_field(fields, "dur");
+    if (dur != nullptr && length && *ts + *length > stop) {
+      kept.push_back(ptadvise::testing::with_value(raw, *dur, ptadvise::testing::number_text(stop - *ts)));
+    } else {
+      kept.emplace_back(raw);
+    }
   }
-  if (trace.is_array()) return kept;
-  nlohmann::json out = trace;
-  out["traceEvents"] = std::move(kept);
-  return out;
+  return kept;
 }
 
 }  // namespace
@@ -102,15 +136,23 @@ TEST_CASE("corpus: the first half of a run's steps gets the findings of the whol
   std::filesystem::create_directories(dir.file("half"));
   size_t compared = 0, failing_findings = 0;
   for (const auto& path : traces) {
-    const std::string text = ptadvise::testing::gunzip_file(path.string());
-    const nlohmann::json trace = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
-    if (trace.is_discarded()) continue;  // not clean JSON (a Kineto quirk the loader recovers from)
-    const nlohmann::json& events = trace.is_array() ? trace : trace.value("traceEvents", nlohmann::json::array());
+    const std::string text = ptadvise::testing::read_trace_text(path.string());
+    const auto list = ptadvise::testing::split_event_list(text);
+    if (!list) continue;  // not clean JSON (a Kineto quirk the loader recovers from)
+    // Step markers first, from the text: most traces have fewer than five, and need no more reading.
     std::vector<double> starts;
-    for (const auto& e : events) {
-      if (e.is_object() && e.value("ph", "") == "X" && e.value("cat", "") != "gpu_user_annotation" &&
-          e.value("name", "").starts_with("ProfilerStep#") && e.contains("ts") && e["ts"].is_number()) {
-        starts.push_back(e["ts"].get<double>());
+    for (size_t k = 0; k < list->events.size(); ++k) {
+      if (list->events[k].find("ProfilerStep#") != std::string_view::npos) starts.push_back(list->ts[k]);
+    }
+    if (starts.size() < 5) continue;
+    const std::vector<EventFields> events = event_fields_of(*list);
+    starts.clear();
+    for (const EventFields& e : events) {
+      const auto ts = ptadvise::testing::number_field(e.fields, "ts");
+      if (ptadvise::testing::string_field(e.fields, "ph") == "X" &&
+          ptadvise::testing::string_field(e.fields, "cat") != "gpu_user_annotation" &&
+          ptadvise::testing::string_field(e.fields, "name").starts_with("ProfilerStep#") && ts) {
+        starts.push_back(*ts);
       }
     }
     if (starts.size() < 5) continue;
@@ -120,7 +162,7 @@ TEST_CASE("corpus: the first half of a run's steps gets the findings of the whol
     const double stop = starts[(starts.size() + 1) / 2 + 1];
     const std::string half = dir.file("half/" + path.filename().replace_extension("").string() +
                                       (path.extension() == ".gz" ? "" : ".json"));
-    std::ofstream(half) << stopped_at(trace, stop).dump();
+    ptadvise::testing::write_events_file(half, *list, stopped_at(*list, events, stop));
     const Checked whole = check_window(path.string());
     const Checked part = check_window(half);
     CHECK(part.steps < whole.steps);
