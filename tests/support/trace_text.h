@@ -32,8 +32,8 @@ struct EventList {
 struct FieldText {
   std::string key;
   std::string_view key_text;  // into the object's text, with its quotes
-  std::string_view value;  // into the object's text; a string keeps its quotes
-  size_t offset = 0;       // of `value` in the object's text
+  std::string_view value;     // into the object's text; a string keeps its quotes
+  size_t offset = 0;          // of `value` in the object's text
 };
 
 // The top-level fields of one JSON object's text, in their order; nullopt when it is not one object.

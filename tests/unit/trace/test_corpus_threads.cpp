@@ -106,5 +106,6 @@ TEST_CASE("corpus: the findings are the same when the rules' selections are made
     }
     with_findings += serial.empty() ? 0 : 1;
   }
-  CHECK(with_findings >= 20);
+  // 15 of the traces of up to 1 MiB (the sanitizer build's) have findings, 20 or more of those under 3 MB.
+  CHECK(with_findings >= (testing::kSanitizerBuild ? 15u : 20u));
 }
