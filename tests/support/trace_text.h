@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <charconv>
 #include <fstream>
+#include <iterator>
 #include <ostream>
 #include <optional>
 #include <string>
@@ -72,6 +73,14 @@ inline std::optional<std::vector<FieldText>> object_fields(simdjson::ondemand::p
     fields.push_back({std::string(key), raw.substr(key_at, key_end - key_at), raw.substr(offset, value_raw.size()), offset});
   }
   return fields;
+}
+
+// The categories of the events on a GPU's tracks (kernels, copies, sets, GPU annotations, syncs), whose
+// pid is the device and tid the stream, in every era's spelling.
+inline bool gpu_side_category(std::string_view category) {
+  static constexpr std::string_view kGpu[] = {"kernel", "Kernel", "gpu_memcpy", "Memcpy", "gpu_memset",
+                                              "Memset", "gpu_user_annotation", "cuda_sync"};
+  return std::find(std::begin(kGpu), std::end(kGpu), category) != std::end(kGpu);
 }
 
 // The field named `key`, or nullptr.

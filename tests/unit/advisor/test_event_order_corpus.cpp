@@ -37,12 +37,6 @@ namespace {
 using ptadvise::testing::EventList;
 using ptadvise::testing::FieldText;
 
-// The categories of events on a GPU's tracks, whose pid is the device and tid the stream: never renamed.
-bool gpu_category(std::string_view category) {
-  static const std::set<std::string_view> gpu{"kernel",    "Kernel", "gpu_memcpy",          "Memcpy",
-                                               "gpu_memset", "Memset", "gpu_user_annotation", "cuda_sync"};
-  return gpu.contains(category);
-}
 bool host_category(std::string_view category) {
   static const std::set<std::string_view> host{"cpu_op",          "Operator",    "user_annotation", "python_function",
                                                "cuda_runtime",    "Runtime",     "cuda_driver",     "cpu_instant_event"};
@@ -88,7 +82,7 @@ std::string rewrite_keys_and_ids(const EventList& list, Renamed& renamed) {
     std::string category = value_of(fields, "cat");
     if (category.size() >= 2) category = category.substr(1, category.size() - 2);
     if (const auto pid = as_int(value_of(fields, "pid"))) {
-      if (gpu_category(category)) gpu_pids.insert(*pid);
+      if (ptadvise::testing::gpu_side_category(category)) gpu_pids.insert(*pid);
       if (host_category(category)) host_pids.insert(*pid);
     }
     events.push_back(std::move(fields));
@@ -114,7 +108,7 @@ std::string rewrite_keys_and_ids(const EventList& list, Renamed& renamed) {
     const std::string phase = value_of(events[e], "ph");
     // A GPU track's tid is its stream: on the GPU's events, its name and sort index, its flow ends.
     const bool gpu_track = pid && gpu_pids.contains(*pid) &&
-                           (gpu_category(category.size() >= 2 ? category.substr(1, category.size() - 2) : "") ||
+                           (ptadvise::testing::gpu_side_category(category.size() >= 2 ? category.substr(1, category.size() - 2) : "") ||
                             phase == "\"M\"" || phase == "\"s\"" || phase == "\"f\"" || phase == "\"t\"");
     out += "{";
     for (size_t k = events[e].size(); k-- > 0;) {

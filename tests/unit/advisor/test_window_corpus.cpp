@@ -49,10 +49,9 @@ Checked check_window(const std::string& path) {
   return checked;
 }
 
+// GPU work that stays whole when profiling stops: every GPU-side event but the syncs.
 bool is_gpu_side_event(std::string_view category) {
-  static const std::set<std::string_view> gpu{"kernel", "Kernel", "gpu_memcpy", "Memcpy", "gpu_memset", "Memset",
-                                              "gpu_user_annotation"};
-  return gpu.contains(category);
+  return category != "cuda_sync" && ptadvise::testing::gpu_side_category(category);
 }
 
 // An event's fields, and its args' correlation id when it has one.
