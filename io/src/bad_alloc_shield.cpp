@@ -1,7 +1,8 @@
 #include "ptadvise/bad_alloc_shield.h"
 
+#include <sys/mman.h>
+
 #include <atomic>
-#include <cstdlib>
 #include <exception>
 #include <mutex>
 #include <new>
@@ -11,7 +12,9 @@ namespace {
 
 // Larger than any single allocation RE2 makes under the memory limits its users set (64 MiB of program
 // and DFA in all, in pieces): released, it lets the failed allocation and the rest of the match succeed.
-// Mapped and never touched, it costs address space, not resident memory.
+// A mapping of its own, never touched, so it costs address space, not resident memory. Not malloc: with
+// the mmap threshold raised (reuse_freed_memory, huge_pages.h) 16 MiB would come from the heap, whose
+// huge pages fault in the 2 MiB around each chunk header (4 MiB resident for a block never used).
 constexpr size_t kReserveBytes = size_t{16} << 20;
 // Allocations that still fail after the reserve is spent: tried again this many times (a failure may be
 // passing: another thread freeing memory) before the process ends.
@@ -27,7 +30,7 @@ void handle_allocation_failure() {
   // is then made by a destructor (nlohmann::json's allocates), and a throw from it ends the process.
   if (t_depth == 0 && std::uncaught_exceptions() == 0) throw std::bad_alloc();
   if (void* reserve = g_reserve.exchange(nullptr)) {
-    std::free(reserve);
+    ::munmap(reserve, kReserveBytes);
     return;  // operator new tries again
   }
   if (++t_retries <= kRetries) return;
@@ -47,10 +50,11 @@ BadAllocShield::BadAllocShield() {
   if (t_depth == 0) {
     t_retries = 0;
     if (g_reserve.load() == nullptr) {
-      void* reserve = std::malloc(kReserveBytes);  // not operator new: its failure must not reach the handler
-      if (reserve == nullptr) throw std::bad_alloc();
+      // Not operator new: its failure must not reach the handler.
+      void* reserve = ::mmap(nullptr, kReserveBytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+      if (reserve == MAP_FAILED) throw std::bad_alloc();
       void* expected = nullptr;
-      if (!g_reserve.compare_exchange_strong(expected, reserve)) std::free(reserve);
+      if (!g_reserve.compare_exchange_strong(expected, reserve)) ::munmap(reserve, kReserveBytes);
     }
   }
   ++t_depth;

@@ -482,8 +482,15 @@ void build_idle_ledger(const Timeline& timeline, const NameClasses& names, Analy
   run_on_threads(std::min<size_t>(threads, runs.size()), charge_runs);
   size_t total = 0;
   for (const Run& run : runs) total += run.gaps.size();
-  analysis.idle.reserve(total);
-  for (Run& run : runs) analysis.idle.insert(analysis.idle.end(), run.gaps.begin(), run.gaps.end());
+  if (runs.size() == 1) {
+    analysis.idle = std::move(runs.front().gaps);
+  } else {
+    analysis.idle.reserve(total);
+    for (Run& run : runs) {
+      analysis.idle.insert(analysis.idle.end(), run.gaps.begin(), run.gaps.end());
+      std::vector<IdleGap>().swap(run.gaps);  // freed now: what the analysis allocates next reuses it
+    }
+  }
   judge_steady_state(analysis);
 }
 

@@ -314,8 +314,8 @@ TEST_CASE("a site charged idle time is located at the culprit charged the most, 
   const EventIndex add = find_event(f.timeline, "aten::add", 1);
   // A hand-made ledger: 200 µs of cpu-work charged to aten::item in step 0, 100 µs to aten::add in step 1.
   f.analysis.idle = {
-      IdleGap{0, 0, 400000, 600000, IdleCause::CpuWork, item},
-      IdleGap{0, 1, 1500000, 1600000, IdleCause::CpuWork, add},
+      IdleGap{0, 0, 400000, 600000, IdleCause::CpuWork, false, false, item},
+      IdleGap{0, 1, 1500000, 1600000, IdleCause::CpuWork, false, false, add},
   };
   // One group (no Python stacks: every event's source is empty); its first event in time is aten::add.
   const std::string body =
@@ -345,7 +345,7 @@ TEST_CASE("{idle_causes} names every cause a metric counts, the last ones of the
   int64_t start = 100000;
   for (size_t c = 0; c < ptadvise::kIdleCauseCount; ++c) {
     const int64_t length = 10000 * static_cast<int64_t>(c + 1);
-    f.analysis.idle.push_back(IdleGap{0, 0, start, start + length, ptadvise::kIdleCauses[c], item});
+    f.analysis.idle.push_back(IdleGap{0, 0, start, start + length, ptadvise::kIdleCauses[c], false, false, item});
     start += length;
   }
   // `any` leaves out the causes no fix of the program removes; named, they count.
@@ -365,9 +365,9 @@ TEST_CASE("idle time from the ledger: culprits, refill, stretches, claims") {
   // A hand-made ledger: a sync gap charged to _local_scalar_dense, the refill after it (cpu-work on the way
   // to the next launch), and an unrelated 100 µs cpu-work gap in step 2.
   f.analysis.idle = {
-      IdleGap{0, 0, 460000, 480000, IdleCause::Sync, scalar},
-      IdleGap{0, 0, 480000, 510000, IdleCause::CpuWork, item, true, true},
-      IdleGap{0, 1, 1500000, 1600000, IdleCause::CpuWork, add},
+      IdleGap{0, 0, 460000, 480000, IdleCause::Sync, false, false, scalar},
+      IdleGap{0, 0, 480000, 510000, IdleCause::CpuWork, true, true, item},
+      IdleGap{0, 1, 1500000, 1600000, IdleCause::CpuWork, false, false, add},
   };
   const std::string select = "select: {syncs: {kind: cpu_op, name: \"aten::item\"}}\ngroup: {by: [op]}\n";
   auto idle_of = [&](const std::string& idle) {

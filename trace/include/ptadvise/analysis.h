@@ -71,7 +71,7 @@ int64_t covered_ns(const std::vector<Interval>& merged, int64_t start, int64_t e
 // WarmUp: the host does one-off work: module loading, or a runtime call over 1 ms that neither
 // synchronises, copies nor allocates (a first launch loading its kernel's code, context or stream creation).
 // It does not recur in later iterations. (Allocations can recur every step: they stay the host's work.)
-enum class IdleCause { Sync, DataLoader, LaunchBound, CpuWork, Untraced, GraphCapture, ExternalWait, WarmUp };
+enum class IdleCause : uint8_t { Sync, DataLoader, LaunchBound, CpuWork, Untraced, GraphCapture, ExternalWait, WarmUp };
 inline constexpr IdleCause kIdleCauses[] = {IdleCause::Sync,     IdleCause::DataLoader,   IdleCause::LaunchBound,
                                             IdleCause::CpuWork,  IdleCause::Untraced,     IdleCause::GraphCapture,
                                             IdleCause::ExternalWait, IdleCause::WarmUp};
@@ -81,21 +81,23 @@ std::string_view to_string(IdleCause cause);
 
 // One GPU idle gap inside a step, charged once to its cause. `culprit` is the host event responsible
 // (the sync call's enclosing CPU op, the DataLoader __next__ annotation, the CPU op running, ...).
+// 32 bytes (the ledger of a long trace holds hundreds of thousands): the small fields before `culprit`.
 struct IdleGap {
   int32_t device = -1;
   uint32_t step = kNone;  // index into Analysis::steps
   int64_t start_ns = 0;
   int64_t end_ns = 0;
   IdleCause cause = IdleCause::Untraced;
-  EventIndex culprit = kNone;
   // What the host thread was doing, for the refill after a blocking call (docs/ANALYSIS.md): `launching`
   // — inside a launch call, the GPU gets work once it returns; `queues_work` — the launch itself, Python
   // glue with nothing recorded, or an op or frame that launches GPU work, i.e. on the way to the next
   // launch. Host work that launches nothing (preprocessing, decoding) has neither.
   bool launching = false;
   bool queues_work = false;
+  EventIndex culprit = kNone;
   int64_t duration_ns() const { return end_ns - start_ns; }
 };
+static_assert(sizeof(IdleGap) == 32);
 
 // The step's side of the ledger beside its idle gaps: GPU busy time and the bound on what faster GPU work
 // (a faster kernel, a removed copy) can take off the step (docs/ANALYSIS.md, "The step ledger").
