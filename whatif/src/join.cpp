@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <queue>
 #include <unordered_map>
+#include <utility>
 
 #include "transform.h"
 
@@ -130,7 +131,10 @@ JoinModel build_model(const Graph& g, const std::vector<uint32_t>& collectives, 
   for (uint32_t n : collectives) {
     if (n < g.nodes.size() && g.nodes[n].step < a.steps.size()) step_has_collective[g.nodes[n].step] = 1;
   }
-  std::vector<int64_t> distance(vertices, kUnset);
+  // The free times are read no further: their buffer holds the distances (8 bytes a vertex less at the
+  // peak of `check` on a rank whose steps hold all its events: 3.5 MB of HTA's 87 MB MTIA trace).
+  std::vector<int64_t> distance = std::move(free);
+  std::fill(distance.begin(), distance.end(), kUnset);
   std::vector<uint32_t> touched;
   // Per target collective: (source, delay) pairs before pruning; from_to[(j, k)] = delay j -> start of k.
   std::unordered_map<uint64_t, int64_t> from_to;
