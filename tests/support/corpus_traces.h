@@ -9,12 +9,15 @@
 
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <filesystem>
 #include <optional>
 #include <string>
+#include <system_error>
 #include <utility>
 #include <variant>
+#include <vector>
 
 #include "ptadvise/loader.h"
 #include "ptadvise/timeline.h"
@@ -33,6 +36,20 @@ inline constexpr bool kSanitizerBuild = false;
 inline bool sanitized_run_reads(const std::filesystem::path& trace) {
   std::error_code error;
   return !kSanitizerBuild || std::filesystem::file_size(trace, error) <= (uintmax_t{1} << 20);
+}
+
+// The corpus traces (.json, .json.gz) of at most `largest` bytes on disk that this build reads
+// (sanitized_run_reads), in name order; empty when the corpus is absent.
+inline std::vector<std::filesystem::path> corpus_trace_files(uintmax_t largest = UINTMAX_MAX) {
+  std::vector<std::filesystem::path> files;
+  std::error_code error;
+  for (const auto& entry : std::filesystem::directory_iterator(std::string(PTADVISE_SHARED_DIR) + "/traces", error)) {
+    const std::string name = entry.path().filename().string();
+    const bool is_trace = name.ends_with(".json") || name.ends_with(".json.gz");
+    if (is_trace && entry.file_size(error) <= largest && sanitized_run_reads(entry.path())) files.push_back(entry.path());
+  }
+  std::sort(files.begin(), files.end());
+  return files;
 }
 
 // The corpus directory with a trailing slash, for tests that name the traces in it.

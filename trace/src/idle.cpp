@@ -480,11 +480,11 @@ void build_idle_ledger(const Timeline& timeline, const NameClasses& names, Analy
     }
   };
   run_on_threads(std::min<size_t>(threads, runs.size()), charge_runs);
-  size_t total = 0;
-  for (const Run& run : runs) total += run.gaps.size();
   if (runs.size() == 1) {
     analysis.idle = std::move(runs.front().gaps);
   } else {
+    size_t total = 0;
+    for (const Run& run : runs) total += run.gaps.size();
     analysis.idle.reserve(total);
     for (Run& run : runs) {
       analysis.idle.insert(analysis.idle.end(), run.gaps.begin(), run.gaps.end());

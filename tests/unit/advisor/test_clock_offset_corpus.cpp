@@ -110,15 +110,8 @@ std::string differences(const CheckedTrace& base, const CheckedTrace& other) {
 TEST_CASE("corpus: a microsecond of offset between the host and GPU clocks leaves the report as it was") {
   const auto corpus = ptadvise::testing::corpus_traces();
   if (!corpus) return;
-  std::vector<std::filesystem::path> traces;
-  for (const auto& entry : std::filesystem::directory_iterator(*corpus)) {
-    const std::string name = entry.path().filename().string();
-    // The traces of up to 4 MiB on disk: 50 of the 56, every era and writer.
-    if ((name.ends_with(".json") || name.ends_with(".json.gz")) && entry.file_size() <= (4u << 20)) {
-      traces.push_back(entry.path());
-    }
-  }
-  std::sort(traces.begin(), traces.end());
+  // The traces of up to 4 MiB on disk: 50 of the 56, every era and writer.
+  const std::vector<std::filesystem::path> traces = ptadvise::testing::corpus_trace_files(uintmax_t{4} << 20);
   ptadvise::testing::TempDir dir;
   size_t compared = 0, findings = 0;
   for (const auto& path : traces) {

@@ -25,6 +25,7 @@
 #include <string_view>
 #include <vector>
 
+#include "corpus_traces.h"
 #include "ptadvise/advisor.h"
 #include "temp_dir.h"
 #include "trace_text.h"
@@ -79,8 +80,7 @@ std::string rewrite_keys_and_ids(const EventList& list, Renamed& renamed) {
   std::set<int64_t> host_pids, gpu_pids;
   for (std::string_view raw : list.events) {
     std::vector<FieldText> fields = object_fields_or_fail(parser, raw);
-    std::string category = value_of(fields, "cat");
-    if (category.size() >= 2) category = category.substr(1, category.size() - 2);
+    const std::string_view category = ptadvise::testing::string_field(fields, "cat");
     if (const auto pid = as_int(value_of(fields, "pid"))) {
       if (ptadvise::testing::gpu_side_category(category)) gpu_pids.insert(*pid);
       if (host_category(category)) host_pids.insert(*pid);
@@ -104,11 +104,10 @@ std::string rewrite_keys_and_ids(const EventList& list, Renamed& renamed) {
     if (e > 0) out += ",\n";
     const auto pid = as_int(value_of(events[e], "pid"));
     const bool host = pid && host_pids.contains(*pid);
-    std::string category = value_of(events[e], "cat");
     const std::string phase = value_of(events[e], "ph");
     // A GPU track's tid is its stream: on the GPU's events, its name and sort index, its flow ends.
     const bool gpu_track = pid && gpu_pids.contains(*pid) &&
-                           (ptadvise::testing::gpu_side_category(category.size() >= 2 ? category.substr(1, category.size() - 2) : "") ||
+                           (ptadvise::testing::gpu_side_category(ptadvise::testing::string_field(events[e], "cat")) ||
                             phase == "\"M\"" || phase == "\"s\"" || phase == "\"f\"" || phase == "\"t\"");
     out += "{";
     for (size_t k = events[e].size(); k-- > 0;) {
@@ -205,30 +204,14 @@ nlohmann::json check_report(const std::string& path) {
 
 }  // namespace
 
-// Up to a few MB compressed: the large ones add time, not kinds of ties. Under the sanitizers, which run
-// this suite for memory errors after the plain build ran it whole, up to 1 MiB: the 16 traces above it
-// took three quarters of its 150 s there.
-#if defined(__SANITIZE_ADDRESS__)
-constexpr size_t kLargestTrace = size_t{1} << 20;
-#else
-constexpr size_t kLargestTrace = size_t{4} << 20;
-#endif
+// Under 4 MiB on disk: the large ones add time, not kinds of ties. Under the sanitizers, which run this
+// suite for memory errors after the plain build ran it whole, up to 1 MiB (sanitized_run_reads): the 16
+// traces above it took three quarters of its 150 s there.
+constexpr uintmax_t kLargestTrace = (uintmax_t{4} << 20) - 1;
 
 TEST_CASE("corpus: a trace's report does not depend on the order its events are written in") {
-  const std::filesystem::path corpus = std::string(PTADVISE_SHARED_DIR) + "/traces";
-  std::vector<std::filesystem::path> traces;
-  std::error_code ec;
-  for (const auto& entry : std::filesystem::directory_iterator(corpus, ec)) {
-    const std::string name = entry.path().filename().string();
-    if ((name.ends_with(".json") || name.ends_with(".json.gz")) && entry.file_size() < kLargestTrace) {
-      traces.push_back(entry.path());
-    }
-  }
-  if (traces.empty()) {
-    MESSAGE("skipped: the trace corpus " << corpus.string() << " is not there");
-    return;
-  }
-  std::sort(traces.begin(), traces.end());
+  if (!ptadvise::testing::corpus_traces()) return;
+  const std::vector<std::filesystem::path> traces = ptadvise::testing::corpus_trace_files(kLargestTrace);
   ptadvise::testing::TempDir dir;
   size_t compared = 0, rewritten = 0, renamed_ids = 0, renamed_streams = 0;
   for (const auto& trace : traces) {

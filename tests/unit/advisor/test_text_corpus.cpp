@@ -16,37 +16,19 @@
 // Needs ../shared/traces: ctest runs this suite as the `corpus` test, reported skipped without it.
 TEST_SUITE_BEGIN("corpus");
 
-namespace {
-
-std::vector<std::string> corpus_traces() {
-  const std::filesystem::path corpus = std::string(PTADVISE_SHARED_DIR) + "/traces";
-  std::vector<std::string> traces;
-  std::error_code ec;
-  for (const auto& entry : std::filesystem::directory_iterator(corpus, ec)) {
-    const std::string name = entry.path().filename().string();
-    // Under the sanitizers, the traces of up to 1 MiB: the layout is the plain build's to check.
-    if ((name.ends_with(".json") || name.ends_with(".json.gz")) && ptadvise::testing::sanitized_run_reads(entry.path())) {
-      traces.push_back(entry.path().string());
-    }
-  }
-  std::sort(traces.begin(), traces.end());
-  return traces;
-}
-
-}  // namespace
-
 TEST_CASE("corpus: the default text report gives each finding at most 4 lines of at most 80 columns") {
-  const std::vector<std::string> traces = corpus_traces();
+  // Under the sanitizers, the traces of up to 1 MiB: the layout is the plain build's to check.
+  const std::vector<std::filesystem::path> traces = ptadvise::testing::corpus_trace_files();
   if (traces.empty()) {
     MESSAGE("skipped: the trace corpus " << PTADVISE_SHARED_DIR << "/traces is not there");
     return;
   }
   setenv("COLUMNS", "80", 1);  // what a pipe gets anyway; set so that a caller's COLUMNS does not count
   size_t findings = 0, lines_in_findings = 0, most_lines = 0;
-  for (const std::string& trace : traces) {
-    CAPTURE(trace);
+  for (const std::filesystem::path& trace : traces) {
+    CAPTURE(trace.string());
     ptadvise::CheckOptions options;
-    options.traces = {trace};
+    options.traces = {trace.string()};
     options.exit_zero = true;
     options.accept_partial = true;
     options.threads = 1;

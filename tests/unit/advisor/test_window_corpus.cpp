@@ -125,12 +125,7 @@ std::vector<std::string> stopped_at(const EventList& list, const std::vector<Eve
 TEST_CASE("corpus: the first half of a run's steps gets the findings of the whole run") {
   const auto corpus = ptadvise::testing::corpus_traces();
   if (!corpus) return;
-  std::vector<std::filesystem::path> traces;
-  for (const auto& entry : std::filesystem::directory_iterator(*corpus)) {
-    const std::string name = entry.path().filename().string();
-    if (name.ends_with(".json") || name.ends_with(".json.gz")) traces.push_back(entry.path());
-  }
-  std::sort(traces.begin(), traces.end());
+  const std::vector<std::filesystem::path> traces = ptadvise::testing::corpus_trace_files();
   ptadvise::testing::TempDir dir;
   std::filesystem::create_directories(dir.file("half"));
   size_t compared = 0, failing_findings = 0;

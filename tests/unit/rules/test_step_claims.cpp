@@ -54,14 +54,8 @@ void check_claims(const std::string& path) {
 }
 
 TEST_CASE("claims: no finding and no trace's findings together save more than a step (corpus)") {
-  const auto paths = traces_in(std::string(PTADVISE_SHARED_DIR) + "/traces");
-  if (paths.empty()) {
-    MESSAGE("skipped: " << PTADVISE_SHARED_DIR << "/traces is absent (the shared traces live beside the project)");
-    return;
-  }
-  for (const auto& path : paths) {
-    if (testing::sanitized_run_reads(path)) check_claims(path);
-  }
+  if (!testing::corpus_traces()) return;
+  for (const auto& path : testing::corpus_trace_files()) check_claims(path.string());
 }
 
 TEST_CASE("claims: no finding and no trace's findings together save more than a step (scenarios)") {

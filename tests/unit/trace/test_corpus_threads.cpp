@@ -32,16 +32,8 @@ bool same_gap(const IdleGap& a, const IdleGap& b) {
 
 // The corpus traces under 3 MB (1 MiB under the sanitizers), in name order: the larger ones add minutes
 // under the sanitizers and no other shape of trace.
-std::vector<std::filesystem::path> small_traces(const std::filesystem::path& directory) {
-  std::vector<std::filesystem::path> files;
-  for (const auto& entry : std::filesystem::directory_iterator(directory)) {
-    const std::string name = entry.path().filename().string();
-    const bool is_trace = name.ends_with(".json") || name.ends_with(".json.gz");
-    if (is_trace && entry.file_size() < (size_t{3} << 20) && testing::sanitized_run_reads(entry.path())) {
-      files.push_back(entry.path());
-    }
-  }
-  std::sort(files.begin(), files.end());
+std::vector<std::filesystem::path> small_traces() {
+  std::vector<std::filesystem::path> files = testing::corpus_trace_files((uintmax_t{3} << 20) - 1);
   REQUIRE(files.size() >= 30);
   return files;
 }
@@ -51,7 +43,7 @@ std::vector<std::filesystem::path> small_traces(const std::filesystem::path& dir
 TEST_CASE("corpus: links and the idle ledger are the same on one thread and on several") {
   auto traces = testing::corpus_traces();
   if (!traces) return;
-  const std::vector<std::filesystem::path> files = small_traces(*traces);
+  const std::vector<std::filesystem::path> files = small_traces();
   size_t with_gaps = 0;
   for (const auto& path : files) {
     CAPTURE(path.filename().string());
@@ -80,7 +72,7 @@ TEST_CASE("corpus: the findings are the same when the rules' selections are made
   auto loaded_rules = load_rules({PTADVISE_SOURCE_DIR "/rules.d"});
   REQUIRE(std::holds_alternative<RuleSet>(loaded_rules));
   const RuleSet& rules = std::get<RuleSet>(loaded_rules);
-  const std::vector<std::filesystem::path> files = small_traces(*traces);
+  const std::vector<std::filesystem::path> files = small_traces();
   size_t with_findings = 0;
   for (const auto& path : files) {
     CAPTURE(path.filename().string());

@@ -17,18 +17,8 @@
 using namespace ptadvise;
 
 TEST_CASE("corpus: the replay of every trace reproduces its step period within 3%") {
-  const std::filesystem::path traces = std::filesystem::path(PTADVISE_SHARED_DIR) / "traces";
-  if (!std::filesystem::is_directory(traces)) {
-    MESSAGE("skipped: " << traces.string() << " is absent (the shared traces live beside the project)");
-    return;
-  }
-  std::vector<std::filesystem::path> files;
-  for (const auto& entry : std::filesystem::directory_iterator(traces)) {
-    const std::string name = entry.path().filename().string();
-    const bool is_trace = name.ends_with(".json") || name.ends_with(".json.gz");
-    if (is_trace && ptadvise::testing::sanitized_run_reads(entry.path())) files.push_back(entry.path());
-  }
-  std::sort(files.begin(), files.end());
+  if (!ptadvise::testing::corpus_traces()) return;
+  const std::vector<std::filesystem::path> files = ptadvise::testing::corpus_trace_files();
   size_t replayed = 0, with_three_steps = 0;
   for (const auto& path : files) {
     CAPTURE(path.filename().string());
