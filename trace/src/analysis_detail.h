@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <unordered_set>
@@ -94,5 +95,34 @@ void build_step_ledger(const Timeline& timeline, const NameClasses& names, Analy
 void merge_intervals(std::vector<Interval>& intervals);
 // Length of the union of sorted disjoint intervals clipped to [start, end).
 int64_t covered_ns(const std::vector<Interval>& merged, int64_t start, int64_t end);
+
+// A value of `start` that follows from its parent's (`outside` above the outermost event) through
+// `derive(event, value of its parent)`, memoised in `memo` for `start` and every event up to the first
+// one already known. Each event is derived once, however many of its descendants are asked about:
+// walking the whole nesting for every event is quadratic in its depth (200k nested ops took minutes).
+template <class Value, class Derive>
+Value derive_down(const Events& events, EventIndex start, std::vector<std::optional<Value>>& memo, Value outside,
+                  Derive derive) {
+  if (memo.size() != events.size()) memo.assign(events.size(), std::nullopt);
+  std::vector<EventIndex> path;
+  EventIndex e = start;
+  for (; e != kNone && !memo[e]; e = events.parent[e]) path.push_back(e);
+  Value value = e == kNone ? outside : *memo[e];
+  for (auto it = path.rbegin(); it != path.rend(); ++it) {
+    value = derive(*it, value);
+    memo[*it] = value;
+  }
+  return value;
+}
+
+// The host-side event standing for `i`: GPU ops map to their launch call, else to the CPU op of their
+// External id; host events stand for themselves.
+inline EventIndex host_side(const Analysis& analysis, EventIndex i) {
+  const Events& events = analysis.timeline->events;
+  if (i == kNone || i >= events.size()) return kNone;
+  if (!is_gpu_side(events.kind[i])) return i;
+  if (events.launch[i] != kNone) return events.launch[i];
+  return analysis.cpu_op_by_external_id.find(events.external_id[i]);
+}
 
 }  // namespace ptadvise::detail

@@ -1,4 +1,4 @@
-// Helpers shared by the loader's test files (test_loader.cpp, test_loader_input.cpp).
+// Helpers shared by the loader's test files (test_loader*.cpp).
 #pragma once
 
 #include <doctest/doctest.h>
@@ -68,6 +68,20 @@ struct TempDir {
     return (path / name).string();
   }
 };
+
+// n CPU ops named op0..op{n-1}; the event named op{bad} gets `bad_name` as its raw (unescaped) name.
+inline std::string ops_trace(int n, int bad, const std::string& bad_name) {
+  TraceBuilder trace;
+  for (int i = 0; i < n; ++i) {
+    if (i == bad) {
+      trace.raw_event("{\"ph\": \"X\", \"cat\": \"cpu_op\", \"name\": \"" + bad_name +
+                      "\", \"pid\": 1, \"tid\": 1, \"ts\": " + std::to_string(10 * i) + ", \"dur\": 5}");
+    } else {
+      trace.cpu_op("op" + std::to_string(i), 10 * i, 5);
+    }
+  }
+  return trace.json();
+}
 
 // The standard little training step every era writes: a step annotation, an op launching a kernel.
 inline TraceBuilder step_trace(Era era) {
