@@ -4,7 +4,6 @@
 // Skips when ../shared is absent.
 #include <doctest/doctest.h>
 
-#include <algorithm>
 #include <filesystem>
 #include <variant>
 #include <vector>

@@ -2,7 +2,6 @@
 // every corpus trace with a steady step (docs/WHATIF.md). Skips when ../shared is absent.
 #include <doctest/doctest.h>
 
-#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <string>

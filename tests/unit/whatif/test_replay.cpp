@@ -2,14 +2,11 @@
 // for it with cudaStreamSynchronize; every figure below follows from the event times.
 #include <doctest/doctest.h>
 
-#include <algorithm>
-#include <cmath>
-#include <cstdlib>
 #include <string>
-#include <new>
+#include <string_view>
+#include <vector>
 
 #include "ptadvise/analysis.h"
-#include "ptadvise/io.h"
 #include "ptadvise/whatif.h"
 #include "gemm_steps.h"
 #include "trace_builder.h"
